@@ -1,0 +1,105 @@
+"""``ChatClientAgent``: the caller's entry point (SPEC §2, R1, R10).
+
+It assembles the prompt (instructions, context providers, session history, input),
+hands it to the ``FunctionInvokingChatClient``, forwards every update, and appends
+each new message to the session as the loop reports it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from .context import ContextProvider
+from .function_invoking import FunctionInvokingChatClient
+from .session import AgentSession
+from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
+                    MessageRole)
+
+
+class ChatClientAgent:
+    """An agent: a chat client, instructions, tools and context providers.
+
+    Args:
+        chat_client: a provider client such as ``OpenAIChatClient``, or an already
+            built ``FunctionInvokingChatClient`` (then ``tools`` must be empty).
+        instructions: the system prompt (str), sent first on every model call.
+        tools: ``Tool`` objects or plain functions; wrap risky ones in
+            ``ApprovalRequiredTool``.
+        context_providers: ``ContextProvider`` objects, run in order (R1).
+        options: the default ``AgentRunOptions`` of every run.
+    """
+
+    def __init__(self, chat_client, *, instructions: str | None = None,
+                 tools: Iterable = (), context_providers: Iterable[ContextProvider] = (),
+                 options: AgentRunOptions | None = None):
+        if isinstance(chat_client, FunctionInvokingChatClient):
+            if list(tools):
+                raise ValueError("give the tools to the FunctionInvokingChatClient, "
+                                 "not to the agent, when you pass one")
+            self.chat_client = chat_client
+        else:
+            self.chat_client = FunctionInvokingChatClient(chat_client, tools)
+        self.instructions = instructions
+        self.context_providers = list(context_providers)
+        self.options = options or AgentRunOptions()
+
+    def run(self, messages: str | ChatMessage | Iterable[ChatMessage] = (),
+            session: AgentSession | None = None,
+            options: AgentRunOptions | None = None) -> Iterator[AgentResponseUpdate]:
+        """Run one turn of the conversation; a generator of updates.
+
+        ``messages``: the new input, a str (one user message), a ``ChatMessage`` or
+        a list of them; empty when resuming. ``session``: the ``AgentSession`` to
+        read and extend (a throwaway one when ``None``). ``options``: this run's
+        ``AgentRunOptions``, e.g. ``options.with_tool_approval_responses([...])``.
+
+        The last update is a ``Finish``; ``AWAITING_APPROVAL`` means: show the
+        ``ToolApprovalRequest`` updates to a human, then call ``run`` again with
+        the responses. Raises ``ApprovalError`` (session unchanged) and
+        ``ProviderError``; after an error the session holds every completed step
+        and nothing of the failed one (R10).
+        """
+        new_input = _as_messages(messages)
+        session = session if session is not None else AgentSession()
+        options = options or self.options
+
+        prompt: list[ChatMessage] = []
+        if self.instructions:
+            prompt.append(ChatMessage.system(self.instructions))
+        for provider in self.context_providers:
+            context = provider.on_invoking(list(new_input), session)
+            if context is not None:
+                if context.instructions:
+                    prompt.append(ChatMessage.system(context.instructions))
+                prompt.extend(context.messages)
+        prompt += session.messages + new_input
+
+        unsaved_input = list(new_input)
+        added: list[ChatMessage] = []
+
+        def save_input() -> None:
+            # R6/R10: input is stored with the first model turn, after any tool
+            # results a resume produced.
+            session.messages.extend(unsaved_input)
+            unsaved_input.clear()
+
+        def on_message(message: ChatMessage) -> None:
+            if message.role is MessageRole.ASSISTANT:
+                save_input()
+            session.messages.append(message)
+            added.append(message)
+
+        for update in self.chat_client.run(prompt, options, on_message=on_message):
+            if isinstance(update, Finish):
+                save_input()
+            yield update
+        for provider in self.context_providers:
+            provider.on_invoked(list(new_input), added, session)
+
+
+def _as_messages(messages) -> list[ChatMessage]:
+    if isinstance(messages, str):
+        return [ChatMessage.user(messages)]
+    if isinstance(messages, ChatMessage):
+        return [messages]
+    return list(messages)

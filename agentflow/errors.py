@@ -1,0 +1,66 @@
+"""The exceptions agentflow raises. Every one says what went wrong and what to do.
+
+None of them ever carries the API key: provider messages are scrubbed of it before
+they are stored (SPEC §6, last item).
+"""
+
+from __future__ import annotations
+
+
+class AgentflowError(Exception):
+    """Base class of every error raised by agentflow."""
+
+
+class ProviderError(AgentflowError):
+    """The model provider could not be reached or answered with an error.
+
+    Attributes:
+        status: the HTTP status code (int), or ``None`` when the error did not come
+            from an HTTP status (connection refused, an ``error`` object inside the
+            stream, malformed stream data).
+        code: the provider's error code (str or int) when it sent one, else ``None``.
+        message: the provider's own message, or ours when it sent none.
+
+    Raised by ``OpenAIChatClient.run``; when it is raised nothing of the failed model
+    turn is persisted to the session (SPEC R10).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, code=None):
+        self.status = status
+        self.code = code
+        self.message = message
+        parts = []
+        if status is not None:
+            parts.append(f"HTTP {status}")
+        if code not in (None, ""):
+            parts.append(f"code {code}")
+        prefix = f"[{', '.join(parts)}] " if parts else ""
+        super().__init__(prefix + message)
+
+
+class ProviderTimeoutError(ProviderError):
+    """The provider did not connect, or went silent mid-stream, for longer than the
+    configured limit (``connect_timeout`` / ``read_timeout``, in seconds)."""
+
+
+class IncompleteStreamError(ProviderError):
+    """The stream ended before the model's turn did: no ``finish_reason`` and no
+    ``data: [DONE]`` (SPEC §6). Nothing of that turn is persisted; retry the run."""
+
+
+class ApprovalError(AgentflowError):
+    """The caller's approval responses do not fit the paused run (SPEC R11).
+
+    Raised before any tool executes; the session is unchanged. ``call_ids`` lists the
+    offending ``tool_call_id`` values.
+    """
+
+    def __init__(self, message: str, call_ids=()):
+        self.call_ids = list(call_ids)
+        super().__init__(message)
+
+
+class LoopStateError(AgentflowError):
+    """An illegal transition of the tool loop's state machine was attempted. This is a
+    bug in agentflow (or in a subclass of ``FunctionInvokingChatClient``), never a
+    caller error."""

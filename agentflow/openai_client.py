@@ -1,0 +1,220 @@
+"""``OpenAIChatClient``: the provider client for any OpenAI-compatible endpoint.
+
+One model call is one ``POST {base_url}/chat/completions`` with ``stream: true``. The
+response body is read as it arrives, fed to the SSE parser, and each chunk to the
+``ChunkAssembler``, whose updates are yielded at once (SPEC §6: no read-ahead).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterable, Iterator, Sequence
+
+import requests
+import urllib3.exceptions
+
+from .assembler import ChunkAssembler, error_from_body
+from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
+from .sse import iter_events
+from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_READ_SIZE = 65536
+
+
+class OpenAIChatClient:
+    """Streams chat completions from an OpenAI-compatible endpoint.
+
+    Args:
+        model: model name (str) sent unless ``AgentRunOptions.model`` overrides it.
+        base_url: the API root, e.g. ``http://localhost:11434/v1`` for Ollama; default
+            ``$OPENAI_BASE_URL``, else OpenAI's own.
+        api_key: sent as a bearer token; default ``$OPENAI_API_KEY``; ``None`` or
+            empty sends no ``Authorization`` header (local servers need none).
+        connect_timeout: seconds to wait for the TCP connection.
+        read_timeout: seconds to wait for the next bytes of the response, i.e. the
+            longest silence tolerated mid-stream (not the whole call's duration).
+        headers: extra HTTP headers (dict) sent with every request.
+    """
+
+    def __init__(self, model: str = "gpt-4o-mini", *, base_url: str | None = None,
+                 api_key: str | None = None, connect_timeout: float = 10.0,
+                 read_timeout: float = 120.0, headers: dict | None = None):
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
+                         or DEFAULT_BASE_URL).rstrip("/")
+        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.headers = dict(headers or {})
+        self._http = requests.Session()
+
+    def __repr__(self) -> str:  # never show the key
+        return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def build_request(self, messages: Sequence[ChatMessage],
+                      options: AgentRunOptions | None = None, tools: Iterable = ()) -> dict:
+        """The JSON body (dict) of the chat-completions request for ``messages``,
+        offering ``tools`` (``Tool`` objects) in OpenAI's function format."""
+        options = options or AgentRunOptions()
+        body: dict = {
+            "model": options.model or self.model,
+            "messages": [m.to_openai() for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        tools = list(tools)
+        if tools:
+            body["tools"] = [{"type": "function",
+                              "function": {"name": t.name, "description": t.description,
+                                           "parameters": t.parameters}} for t in tools]
+            if options.tool_choice is not None:
+                body["tool_choice"] = options.tool_choice
+            if options.parallel_tool_calls is not None:
+                body["parallel_tool_calls"] = options.parallel_tool_calls
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if options.max_tokens is not None:
+            body["max_tokens"] = options.max_tokens
+        body.update(options.extra)
+        return body
+
+    def run(self, messages: Sequence[ChatMessage], options: AgentRunOptions | None = None,
+            tools: Iterable = ()) -> Iterator[AgentResponseUpdate]:
+        """Call the model once and yield its updates as their bytes arrive.
+
+        Yields ``TextDelta``, ``ReasoningDelta``, ``ToolCallStart``, ``ToolCallArgs``,
+        then ``ToolCallEnd`` per call and a last ``Finish`` whose reason may be
+        ``TOOL_CALLS`` (the decorator removes that one, SPEC R9).
+
+        Raises:
+            ProviderError: HTTP 4xx/5xx (status, provider code and message), connection
+                failure (URL and a hint), malformed SSE or chunk JSON (the event, cut
+                to 200 characters), an ``error`` object or ``event: error`` in the
+                stream (after the updates before it).
+            ProviderTimeoutError: connecting took longer than ``connect_timeout`` or
+                the stream was silent for longer than ``read_timeout`` (seconds).
+            IncompleteStreamError: the stream ended with neither a finish reason nor
+                ``[DONE]``.
+        """
+        body = self.build_request(messages, options, tools)
+        response = self._post(body)
+        try:
+            yield from self._stream(response)
+        finally:
+            response.close()
+
+    # -- HTTP --------------------------------------------------------------------------
+
+    def _post(self, body: dict) -> requests.Response:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+                   # a compressed stream is decoded in blocks, which delays tokens
+                   "Accept-Encoding": "identity", **self.headers}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        try:
+            response = self._http.post(self.url, data=json.dumps(body), headers=headers,
+                                       stream=True,
+                                       timeout=(self.connect_timeout, self.read_timeout))
+        except requests.exceptions.ConnectTimeout:
+            raise ProviderTimeoutError(
+                f"could not connect to {self.url} within connect_timeout="
+                f"{self.connect_timeout} s; is the host right and reachable?") from None
+        except requests.exceptions.ReadTimeout:
+            raise ProviderTimeoutError(
+                f"{self.url} sent no response within read_timeout={self.read_timeout} s; "
+                "raise read_timeout for slow models") from None
+        except requests.exceptions.RequestException as exc:
+            raise ProviderError(
+                f"could not connect to {self.url}: {_reason(exc)}. Is the server running, "
+                "and is base_url (or OPENAI_BASE_URL) right?") from None
+        if response.status_code >= 400:
+            try:
+                raise self._http_error(response)
+            finally:
+                response.close()
+        return response
+
+    def _http_error(self, response: requests.Response) -> ProviderError:
+        status = response.status_code
+        try:
+            text = response.content.decode("utf-8", "replace")
+        except requests.RequestException:
+            text = ""
+        try:
+            error = error_from_body(json.loads(text), response.reason or "error", status)
+        except ValueError:
+            error = ProviderError(text[:200] or response.reason or "error", status=status)
+        message = self._scrub(error.message)
+        if status in (401, 403):
+            message = (f"authentication failed at {self.url}: {message}. Check the API key "
+                       "(api_key=... or the OPENAI_API_KEY environment variable)")
+        return type(error)(message, status=status, code=error.code)
+
+    def _stream(self, response: requests.Response) -> Iterator[AgentResponseUpdate]:
+        assembler = ChunkAssembler()
+        saw_done = False
+        for number, event in enumerate(iter_events(self._read(response)), 1):
+            if event.type == "error":
+                try:
+                    raise error_from_body(json.loads(event.data), event.data[:200])
+                except ValueError:
+                    raise ProviderError(f"the provider sent an error event: {event.data[:200]}")
+            if event.data == "[DONE]":
+                saw_done = True
+                break  # ends the turn even if the connection stays open
+            try:
+                chunk = json.loads(event.data)
+            except ValueError:
+                raise ProviderError(f"malformed stream event {number}: not JSON: "
+                                    f"{event.data[:200]!r}") from None
+            try:
+                yield from assembler.feed(chunk)
+            except ProviderError as exc:
+                raise type(exc)(self._scrub(exc.message), status=exc.status,
+                                code=exc.code) from None
+        yield from assembler.finish(saw_done)
+
+    def _read(self, response: requests.Response) -> Iterator[bytes]:
+        # read1 returns whatever bytes have arrived (up to _READ_SIZE) instead of
+        # waiting to fill a buffer, so no token waits for the next one (SPEC §6).
+        raw = response.raw
+        try:
+            while True:
+                data = raw.read1(_READ_SIZE)
+                if not data:
+                    return
+                yield data
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            raise ProviderTimeoutError(
+                f"the stream from {self.url} was silent for more than read_timeout="
+                f"{self.read_timeout} s; nothing of this turn was kept") from None
+        except (urllib3.exceptions.ProtocolError, OSError) as exc:
+            raise IncompleteStreamError(
+                f"the connection to {self.url} broke mid-stream ({_reason(exc)}); "
+                "nothing of this turn was kept: retry the run") from None
+
+    def _scrub(self, text: str) -> str:
+        if self._api_key and self._api_key in text:
+            text = text.replace(self._api_key, "***")
+        return text
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause of a requests/urllib3 exception, in a few words."""
+    seen = exc
+    while True:
+        inner = getattr(seen, "reason", None) or (seen.args[0] if seen.args else None)
+        if isinstance(inner, BaseException) and inner is not seen:
+            seen = inner
+            continue
+        break
+    text = str(seen)
+    if "Connection refused" in text or isinstance(seen, ConnectionRefusedError):
+        return "connection refused"
+    return text.split(": ", 1)[-1][:200]

@@ -1,0 +1,200 @@
+"""A loopback HTTP server that plays recorded responses back, for tests and the demo.
+
+``ReplayServer`` listens on 127.0.0.1 (a free port), answers each
+``POST …/chat/completions`` with the next queued reply, in order, and keeps every
+request it received so that a test can check what the client sent. It runs in a
+background thread; this is test tooling, the library itself uses no threads.
+
+    with ReplayServer([sse_body_1, sse_body_2]) as server:
+        client = OpenAIChatClient(base_url=server.base_url, api_key="test")
+        ...
+        assert server.requests[0].json["stream"] is True
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    """One queued answer.
+
+    ``body``: bytes (or str, UTF-8 encoded) sent as the response body.
+    ``status``: the HTTP status (int). ``content_type``: the header's value.
+    ``chunks``: optional list of bytes written one at a time with a flush between
+    them (and ``delay`` seconds of sleep before each), instead of ``body``.
+    ``headers``: extra response headers (dict).
+    """
+
+    body: bytes | str = b""
+    status: int = 200
+    content_type: str = "text/event-stream"
+    chunks: list[bytes] | None = None
+    delay: float = 0.0
+    headers: dict = field(default_factory=dict)
+
+
+@dataclass
+class RecordedRequest:
+    """A request the server received: ``method``, ``path``, ``headers`` (dict with
+    lower-case names), ``body`` (bytes) and ``json`` (the parsed body, or ``None``)."""
+
+    method: str
+    path: str
+    headers: dict
+    body: bytes
+    json: object
+
+
+class ReplayServer:
+    """Serves queued ``Reply`` objects (or plain bodies) in order on 127.0.0.1.
+
+    Use as a context manager, or call ``start()`` and ``stop()``. ``base_url`` is the
+    URL to give a client (``http://127.0.0.1:PORT/v1``). ``queue(reply)`` adds a reply
+    later (the demo does, once it knows the caller's decision). When the queue is
+    empty a request gets HTTP 500 with a JSON error saying so.
+    """
+
+    def __init__(self, replies=()):
+        self._replies = [_as_reply(r) for r in replies]
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def queue(self, reply) -> None:
+        with self._lock:
+            self._replies.append(_as_reply(reply))
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> "ReplayServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                try:
+                    parsed = json.loads(body) if body else None
+                except ValueError:
+                    parsed = None
+                with server._lock:
+                    server.requests.append(RecordedRequest(
+                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()},
+                        body, parsed))
+                    reply = server._replies.pop(0) if server._replies else None
+                if reply is None:
+                    reply = Reply(json.dumps({"error": {
+                        "message": "replay server: no reply queued for this request",
+                        "code": "replay_exhausted"}}), status=500,
+                        content_type="application/json")
+                self._send(reply)
+
+            def _send(self, reply: Reply):
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                # No Content-Length: the body ends when the connection closes, as a
+                # streaming provider's does.
+                self.send_header("Connection", "close")
+                self.end_headers()
+                pieces = reply.chunks if reply.chunks is not None else [reply.body]
+                try:
+                    for piece in pieces:
+                        if reply.delay:
+                            time.sleep(reply.delay)
+                        self.wfile.write(piece.encode() if isinstance(piece, str) else piece)
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped reading, as it may
+                self.close_connection = True
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="agentflow-replay", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> "ReplayServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def _as_reply(reply) -> Reply:
+    return reply if isinstance(reply, Reply) else Reply(body=reply)
+
+
+def chat_stream(text: str = "", tool_calls=(), finish_reason: str | None = None,
+                usage: tuple[int, int] | None = (10, 5), reasoning: str = "",
+                model: str = "replay-model", done: bool = True) -> bytes:
+    """An SSE body shaped like OpenAI's own chat-completions stream.
+
+    ``text`` and ``reasoning`` are sent a word at a time; ``tool_calls`` is a list of
+    ``(id, name, arguments_json)`` sent as a header delta then two argument
+    fragments each; ``finish_reason`` defaults to ``"tool_calls"`` when there are
+    calls, else ``"stop"``; ``usage`` is ``(prompt_tokens, completion_tokens)`` sent on
+    a last chunk with empty ``choices`` (``None`` for none); ``done`` adds
+    ``data: [DONE]``.
+    """
+    def event(choices, extra=None) -> str:
+        chunk = {"id": "chatcmpl-replay", "object": "chat.completion.chunk",
+                 "created": 0, "model": model, "choices": choices, **(extra or {})}
+        return f"data: {json.dumps(chunk)}\n\n"
+
+    def delta(d, finish=None):
+        return event([{"index": 0, "delta": d, "finish_reason": finish}])
+
+    out = [delta({"role": "assistant", "content": ""})]
+    for word in _words(reasoning):
+        out.append(delta({"reasoning_content": word}))
+    for word in _words(text):
+        out.append(delta({"content": word}))
+    for index, (call_id, name, arguments) in enumerate(tool_calls):
+        out.append(delta({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                          "function": {"name": name, "arguments": ""}}]}))
+        half = len(arguments) // 2
+        for piece in (arguments[:half], arguments[half:]):
+            out.append(delta({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}))
+    out.append(delta({}, finish_reason or ("tool_calls" if tool_calls else "stop")))
+    if usage is not None:
+        prompt, completion = usage
+        out.append(event([], {"usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                                        "total_tokens": prompt + completion}}))
+    if done:
+        out.append("data: [DONE]\n\n")
+    return "".join(out).encode("utf-8")
+
+
+def _words(text: str) -> list[str]:
+    words, start = [], 0
+    for i, char in enumerate(text):
+        if char == " " and i > start:
+            words.append(text[start:i])
+            start = i
+    if start < len(text):
+        words.append(text[start:])
+    return words

@@ -1,0 +1,139 @@
+"""A sans-IO parser for ``text/event-stream`` (Server-Sent Events).
+
+Theory of operation
+-------------------
+The parser never touches a socket. You hand it bytes as they arrive with
+``feed(data)``, in pieces of any size, and it hands back the events those bytes
+completed. ``iter_events(chunks)`` is the same thing as a generator over an iterable of
+byte chunks, which is how the provider client uses it.
+
+It follows WHATWG HTML §9.2.6 "Parsing an event stream", in three layers:
+
+1. **Decoding.** Bytes go through an incremental UTF-8 decoder, so a character split
+   across two network reads decodes once both halves are here. Invalid bytes become
+   U+FFFD, as the spec's "UTF-8 decode" does. One BOM at the very start is dropped;
+   a second one is an ordinary character (and so spoils the first field name).
+2. **Lines.** A line ends at CRLF, LF or a lone CR. Because a CR may be the last byte
+   of one read and its LF the first byte of the next, a trailing CR is remembered and
+   a leading LF of the next read is then swallowed: the pair is one line ending.
+   The text after the last line ending waits in a buffer for more bytes.
+3. **Fields.** Each complete line is, in order of the spec's steps:
+   a blank line → dispatch the event being built; ``:…`` → a comment, ignored;
+   ``name:value`` → a field (one leading space of the value removed); a line with no
+   colon → that field with an empty value. ``data`` lines accumulate joined by LF,
+   ``event`` sets the type, ``id`` sets the last event ID unless it contains NUL,
+   ``retry`` sets the reconnection time (ms) only if it is all ASCII digits; any other
+   name is ignored. Names are case-sensitive.
+
+An event with no ``data`` line is not dispatched (only its ``id`` takes effect).
+At end of stream, ``close()`` discards an event whose blank line never came.
+The parser knows nothing of OpenAI's ``[DONE]``; that is the client's business.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+
+@dataclass
+class ServerSentEvent:
+    """One dispatched event: ``type`` (str, default ``"message"``), ``data`` (str, the
+    data lines joined with LF) and ``id`` (str, the last event ID when it was
+    dispatched; ``""`` if none was ever set)."""
+
+    type: str
+    data: str
+    id: str = ""
+
+
+class SSEParser:
+    """Incremental event-stream parser (WHATWG HTML §9.2.6). See the module docstring.
+
+    Attributes after feeding: ``last_event_id`` (str) and ``retry`` (int milliseconds,
+    or ``None`` when the stream never set a valid one).
+    """
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._at_start = True        # the BOM check has not happened yet
+        self._after_cr = False       # the previous text ended in CR; a leading LF pairs with it
+        self._partial = ""           # text after the last line ending
+        self._data: list[str] = []   # the data lines of the event being built
+        self._type = ""
+        self.last_event_id = ""
+        self.retry: int | None = None
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """Add ``data`` (bytes, any length, may split characters and lines anywhere)
+        and return the events it completed, in order (possibly none)."""
+        return self._feed_text(self._decoder.decode(data))
+
+    def close(self) -> list[ServerSentEvent]:
+        """Signal end of stream. An incomplete last line is a line, but the event it
+        belongs to never got its blank line, so it is discarded (WHATWG: "once the end
+        of the file is reached, any pending data must be discarded"). Returns ``[]``."""
+        self._feed_text(self._decoder.decode(b"", final=True))
+        self._partial = ""
+        self._data = []
+        self._type = ""
+        return []
+
+    def _feed_text(self, text: str) -> list[ServerSentEvent]:
+        if not text:
+            return []
+        if self._at_start:
+            self._at_start = False
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._after_cr:
+            self._after_cr = False
+            if text[:1] == "\n":
+                text = text[1:]
+        if "\r" in text:
+            self._after_cr = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if "\n" not in text:
+            self._partial += text
+            return []
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        events: list[ServerSentEvent] = []
+        for line in lines:
+            if not line:
+                self._dispatch(events)
+            elif line[0] != ":":
+                self._field(line)
+        return events
+
+    def _field(self, line: str) -> None:
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._type = value
+        elif name == "id":
+            if "\0" not in value:
+                self.last_event_id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self.retry = int(value)
+
+    def _dispatch(self, events: list[ServerSentEvent]) -> None:
+        if self._data:
+            events.append(ServerSentEvent(self._type or "message",
+                                          "\n".join(self._data), self.last_event_id))
+        self._data = []
+        self._type = ""
+
+
+def iter_events(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
+    """Yield each event of the stream whose bytes ``chunks`` yields, as soon as the
+    chunk completing it arrives (no read-ahead)."""
+    parser = SSEParser()
+    for chunk in chunks:
+        yield from parser.feed(chunk)
+    parser.close()

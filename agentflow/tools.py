@@ -1,0 +1,205 @@
+"""Tools: plain Python functions the model may call.
+
+``@tool`` turns a function into a ``FunctionTool``: its name is the function's name,
+its description the docstring's first paragraph, and its JSON schema is read off the
+signature's type hints (a parameter with a default is optional). Parameter
+descriptions come from a Google-style ``Args:`` section or ``:param name:`` lines.
+
+``ApprovalRequiredTool(tool)`` wraps any tool so that the loop pauses for the caller's
+decision before it runs (SPEC R3).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+import typing
+from typing import Any, Callable, Literal, Union
+
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+class Tool:
+    """A tool the model may call.
+
+    Subclasses set ``name`` (str), ``description`` (str) and ``parameters`` (a JSON
+    schema dict of ``type: object``), and implement ``invoke``.
+    """
+
+    name: str = ""
+    description: str = ""
+    parameters: dict = {"type": "object", "properties": {}}
+
+    def invoke(self, arguments: dict) -> str:
+        """Run the tool with the model's parsed arguments (dict); return the text (str)
+        sent back to the model. An exception is reported to the model as
+        ``Error: <type>: <message>`` (SPEC R13)."""
+        raise NotImplementedError
+
+    def requires_approval(self) -> bool:
+        """Whether a call must wait for the caller's approval (SPEC R3)."""
+        return False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class FunctionTool(Tool):
+    """A tool made from a plain function.
+
+    Args:
+        func: the function; it is called with the model's arguments as keywords.
+        name: defaults to ``func.__name__``.
+        description: defaults to the docstring's first paragraph.
+
+    A return value that is not a str is sent to the model as JSON.
+    """
+
+    def __init__(self, func: Callable, name: str | None = None,
+                 description: str | None = None):
+        self.func = func
+        self.name = name or func.__name__
+        summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
+        self.description = description if description is not None else summary
+        self.parameters = schema_from_signature(func, param_docs)
+
+    def invoke(self, arguments: dict) -> str:
+        result = self.func(**arguments)
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+
+    def __call__(self, *args, **kwargs):
+        return self.func(*args, **kwargs)
+
+
+class ApprovalRequiredTool(Tool):
+    """Wraps ``tool`` (any ``Tool``, or a plain function) so that every call waits
+    for the caller's ``ToolApprovalResponse`` before it runs (SPEC R3)."""
+
+    def __init__(self, tool: Tool | Callable):
+        self.tool = tool if isinstance(tool, Tool) else FunctionTool(tool)
+        self.name = self.tool.name
+        self.description = self.tool.description
+        self.parameters = self.tool.parameters
+
+    def invoke(self, arguments: dict) -> str:
+        return self.tool.invoke(arguments)
+
+    def requires_approval(self) -> bool:
+        return True
+
+
+def tool(func: Callable | None = None, *, name: str | None = None,
+         description: str | None = None):
+    """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` makes a
+    ``FunctionTool`` of the function (which stays callable as before)."""
+    if func is None:
+        return lambda f: FunctionTool(f, name=name, description=description)
+    return FunctionTool(func, name=name, description=description)
+
+
+# -- JSON schema from a signature ------------------------------------------------------
+
+def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = None) -> dict:
+    """The JSON schema (dict) of ``func``'s keyword arguments, from its type hints.
+
+    Supported: str, int, float, bool, list[X], dict / dict[str, X], Optional[X] and
+    ``X | None`` (nullable), Literal[...] (enum). A parameter without a default is
+    required. ``*args``/``**kwargs`` are not offered. Raises ``TypeError`` for an
+    annotation it cannot express, naming the parameter.
+    """
+    param_docs = param_docs or {}
+    hints = typing.get_type_hints(func)
+    properties: dict[str, dict] = {}
+    required: list[str] = []
+    for param in inspect.signature(func).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        annotation = hints.get(param.name, str)
+        try:
+            schema = _schema(annotation)
+        except TypeError as exc:
+            raise TypeError(f"parameter {param.name!r} of {func.__name__}: {exc}") from None
+        if param.name in param_docs:
+            schema["description"] = param_docs[param.name]
+        if param.default is param.empty:
+            required.append(param.name)
+        else:
+            schema["default"] = param.default
+        properties[param.name] = schema
+    result = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    return result
+
+
+def _schema(annotation: Any) -> dict:
+    if annotation in _SCALARS:
+        return {"type": _SCALARS[annotation]}
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation in (list, tuple) or origin in (list, tuple):
+        return {"type": "array", "items": _schema(args[0])} if args else {"type": "array"}
+    if annotation is dict or origin is dict:
+        if len(args) == 2:
+            return {"type": "object", "additionalProperties": _schema(args[1])}
+        return {"type": "object"}
+    if origin is Literal:
+        kinds = {_SCALARS.get(type(value)) for value in args}
+        schema: dict = {"enum": list(args)}
+        if len(kinds) == 1 and None not in kinds:
+            schema["type"] = kinds.pop()
+        return schema
+    if origin in (Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1 and len(args) == 2:
+            inner = _schema(options[0])
+            if isinstance(inner.get("type"), str):
+                return {**inner, "type": [inner["type"], "null"]}
+            return {"anyOf": [inner, {"type": "null"}]}
+        return {"anyOf": [_schema(a) if a is not type(None) else {"type": "null"}
+                          for a in args]}
+    if annotation is Any:
+        return {}
+    raise TypeError(f"no JSON schema for the annotation {annotation!r}")
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
+_GOOGLE_PARAM = re.compile(r"^\s+(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[\w\[\], |]+\s+)?(\w+)\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its first paragraph and per-parameter descriptions."""
+    summary = doc.split("\n\n", 1)[0].strip()
+    if _ARGS_HEADER.match(summary.splitlines()[0] if summary else ""):
+        summary = ""
+    params: dict[str, str] = {}
+    in_args = False
+    current = None
+    for line in doc.splitlines():
+        sphinx = _SPHINX_PARAM.match(line)
+        if sphinx:
+            current = sphinx.group(1)
+            params[current] = sphinx.group(2).strip()
+            continue
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if in_args:
+            google = _GOOGLE_PARAM.match(line)
+            indent = len(line) - len(line.lstrip())
+            if not line.strip():
+                continue
+            if indent == 0:
+                in_args = False
+            elif google and (current is None or indent <= _indent_of[current]):
+                current = google.group(1).lstrip("*")
+                params[current] = google.group(3).strip()
+                _indent_of[current] = indent
+            elif current:
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return summary.replace("\n", " "), params
+
+
+_indent_of: dict[str, int] = {}

@@ -1,0 +1,251 @@
+"""The public data types of SPEC §3: messages, the updates a run yields, and options.
+
+Everything here is a plain dataclass or enum with no behaviour beyond converting to
+and from the OpenAI chat-completions wire form.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class MessageRole(str, enum.Enum):
+    """Who wrote a message. Values are the OpenAI role strings."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class FinishReason(str, enum.Enum):
+    """Why a run (or one model turn) ended.
+
+    ``TOOL_CALLS`` only passes between the provider client and the decorator; a
+    caller of ``ChatClientAgent.run`` never sees it (SPEC R9).
+    """
+
+    STOP = "stop"
+    LENGTH = "length"
+    CONTENT_FILTER = "content_filter"
+    TOOL_CALLS = "tool_calls"
+    AWAITING_APPROVAL = "awaiting_approval"
+    MAX_ROUNDS = "max_rounds"
+
+
+@dataclass
+class ToolCall:
+    """One tool call the model made.
+
+    ``arguments`` is the raw JSON text the model produced (str), not parsed: a model
+    may produce invalid JSON and the history must keep exactly what it sent.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_openai(self) -> dict:
+        return {"id": self.id, "type": "function",
+                "function": {"name": self.name, "arguments": self.arguments}}
+
+    @classmethod
+    def from_openai(cls, data: dict) -> "ToolCall":
+        function = data.get("function") or {}
+        return cls(id=data["id"], name=function.get("name", ""),
+                   arguments=function.get("arguments") or "{}")
+
+
+@dataclass
+class ChatMessage:
+    """One message of a conversation.
+
+    ``content`` is a str or ``None``; ``tool_calls`` is a list of ``ToolCall`` on an
+    assistant message that called tools (else empty); ``tool_call_id`` names the call
+    a ``TOOL`` message answers.
+    """
+
+    role: MessageRole
+    content: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+    def __post_init__(self):
+        self.role = MessageRole(self.role)
+
+    @classmethod
+    def system(cls, content: str) -> "ChatMessage":
+        return cls(MessageRole.SYSTEM, content)
+
+    @classmethod
+    def user(cls, content: str) -> "ChatMessage":
+        return cls(MessageRole.USER, content)
+
+    @classmethod
+    def assistant(cls, content: str | None = None,
+                  tool_calls: list[ToolCall] | None = None) -> "ChatMessage":
+        return cls(MessageRole.ASSISTANT, content, list(tool_calls or []))
+
+    @classmethod
+    def tool(cls, result: str, call_id: str) -> "ChatMessage":
+        """The result (str) of the tool call whose id is ``call_id``."""
+        return cls(MessageRole.TOOL, result, tool_call_id=call_id)
+
+    def to_openai(self) -> dict:
+        """The OpenAI chat-completions dict form of this message."""
+        data: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        return data
+
+    @classmethod
+    def from_openai(cls, data: dict) -> "ChatMessage":
+        """Build a message from its OpenAI dict form (the inverse of ``to_openai``)."""
+        return cls(role=MessageRole(data["role"]), content=data.get("content"),
+                   tool_calls=[ToolCall.from_openai(c) for c in data.get("tool_calls") or []],
+                   tool_call_id=data.get("tool_call_id"))
+
+
+@dataclass
+class Usage:
+    """Token counts (tokens). On a run's ``Finish`` they are summed over every model
+    call of that run."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage | None") -> "Usage":
+        if other is None:
+            return self
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens,
+                     self.total_tokens + other.total_tokens)
+
+
+# -- updates: what every ``run`` generator yields ------------------------------------
+
+@dataclass
+class AgentResponseUpdate:
+    """Base class of every update a ``run`` generator yields."""
+
+
+@dataclass
+class TextDelta(AgentResponseUpdate):
+    text: str
+
+
+@dataclass
+class ReasoningDelta(AgentResponseUpdate):
+    """Reasoning text (``reasoning_content`` / ``reasoning`` / thinking parts). Shown to
+    the caller, never sent back to the model."""
+
+    text: str
+
+
+@dataclass
+class ToolCallStart(AgentResponseUpdate):
+    """The first time a tool call is seen in the stream. ``index`` is its slot (int)."""
+
+    call_id: str
+    name: str
+    index: int
+
+
+@dataclass
+class ToolCallArgs(AgentResponseUpdate):
+    """One fragment (str) of a call's JSON arguments, in arrival order."""
+
+    call_id: str
+    delta: str
+
+
+@dataclass
+class ToolCallEnd(AgentResponseUpdate):
+    """A call is complete; sent once per call when the model's turn ends."""
+
+    call_id: str
+
+
+@dataclass
+class ToolResult(AgentResponseUpdate):
+    """A tool call was answered: ``result`` is exactly the text sent back to the model
+    (the tool's output, ``Rejected: …`` or ``Error: …``)."""
+
+    call_id: str
+    name: str
+    result: str
+
+
+@dataclass
+class ToolApprovalRequest(AgentResponseUpdate):
+    """A call that waits for the caller's decision (SPEC R3).
+
+    ``arguments`` is the parsed JSON value, or ``None`` when the model's text is not
+    valid JSON; ``description`` is the tool's description.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any
+    description: str
+
+
+@dataclass
+class Finish(AgentResponseUpdate):
+    """Always the last update of a run. ``usage`` is ``None`` when no model call of the
+    run reported token counts."""
+
+    finish_reason: FinishReason
+    usage: Usage | None = None
+
+
+# -- the caller's side ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ToolApprovalResponse:
+    """The caller's decision on one ``ToolApprovalRequest`` (matched by ``call_id``).
+
+    ``reason`` (str or None) is sent to the model on rejection as
+    ``Rejected: <reason>`` (SPEC R7); ignored when ``approved`` is true.
+    """
+
+    call_id: str
+    approved: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class AgentRunOptions:
+    """Options of one run.
+
+    ``tool_approval_responses``: the caller's decisions on a paused run (SPEC R4).
+    ``max_rounds``: the limit on rounds of one run (SPEC R8), at least 1.
+    The remaining fields are chat options passed to the provider when not ``None``;
+    ``extra`` (dict) is merged into the request body as is.
+    """
+
+    tool_approval_responses: tuple[ToolApprovalResponse, ...] = ()
+    max_rounds: int = 40
+    model: str | None = None
+    temperature: float | None = None
+    tool_choice: str | dict | None = None
+    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "tool_approval_responses",
+                           tuple(self.tool_approval_responses))
+        if self.max_rounds < 1:
+            raise ValueError(f"max_rounds must be at least 1, got {self.max_rounds}")
+
+    def with_tool_approval_responses(self, responses) -> "AgentRunOptions":
+        """A new options object carrying ``responses`` (an iterable of
+        ``ToolApprovalResponse``); this one is left unchanged."""
+        return dataclasses.replace(self, tool_approval_responses=tuple(responses))
