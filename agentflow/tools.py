@@ -11,6 +11,7 @@ decision before it runs (SPEC R3).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -59,6 +60,7 @@ class FunctionTool(Tool):
 
     def __init__(self, func: Callable, name: str | None = None,
                  description: str | None = None):
+        functools.update_wrapper(self, func)  # keeps __name__, __doc__ for introspection
         self.func = func
         self.name = name or func.__name__
         summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
@@ -154,6 +156,8 @@ def _schema(annotation: Any) -> dict:
         options = [a for a in args if a is not type(None)]
         if len(options) == 1 and len(args) == 2:
             inner = _schema(options[0])
+            if "enum" in inner:
+                inner["enum"] = [*inner["enum"], None]
             if isinstance(inner.get("type"), str):
                 return {**inner, "type": [inner["type"], "null"]}
             return {"anyOf": [inner, {"type": "null"}]}
@@ -171,10 +175,13 @@ _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[\w\[\], |]+\s+)?(\w+)\s*:\s*(.*)$"
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """Split a docstring into its first paragraph and per-parameter descriptions."""
-    summary = doc.split("\n\n", 1)[0].strip()
-    if _ARGS_HEADER.match(summary.splitlines()[0] if summary else ""):
-        summary = ""
+    summary_lines = []
+    for line in doc.strip().splitlines():
+        if not line.strip() or _ARGS_HEADER.match(line) or _SPHINX_PARAM.match(line):
+            break
+        summary_lines.append(line.strip())
     params: dict[str, str] = {}
+    indent_of: dict[str, int] = {}
     in_args = False
     current = None
     for line in doc.splitlines():
@@ -193,13 +200,10 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
                 continue
             if indent == 0:
                 in_args = False
-            elif google and (current is None or indent <= _indent_of[current]):
+            elif google and (current is None or indent <= indent_of[current]):
                 current = google.group(1).lstrip("*")
                 params[current] = google.group(3).strip()
-                _indent_of[current] = indent
+                indent_of[current] = indent
             elif current:
                 params[current] = f"{params[current]} {line.strip()}".strip()
-    return summary.replace("\n", " "), params
-
-
-_indent_of: dict[str, int] = {}
+    return " ".join(summary_lines), params

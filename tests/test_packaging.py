@@ -1,0 +1,268 @@
+"""Packaging and public-surface tests.
+
+SPEC §1: "Runtime dependency: ``requests`` only. ... Everything else (SSE parsing, the
+replay server, JSON-schema from signatures) is written here, small and readable, with
+the standard library." SPEC §3 lists the public names and their fields/members.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.metadata
+import pathlib
+import re
+import sys
+
+import pytest
+
+import agentflow
+from agentflow import (AgentRunOptions, ChatMessage, FinishReason, MessageRole,
+                       ToolApprovalResponse, ToolCall)
+
+PACKAGE_DIR = pathlib.Path(agentflow.__file__).resolve().parent
+
+SPEC_NAMES = [
+    # SPEC §3 table
+    "MessageRole", "ToolCall", "ChatMessage", "FinishReason", "Usage",
+    "AgentResponseUpdate", "TextDelta", "ReasoningDelta", "ToolCallStart",
+    "ToolCallArgs", "ToolCallEnd", "ToolResult", "ToolApprovalRequest", "Finish",
+    "ToolApprovalResponse", "AgentRunOptions", "Tool", "FunctionTool", "tool",
+    "ApprovalRequiredTool", "AgentSession", "ContextProvider",
+    # the four actors (SPEC §2), the loop's state machine, and the errors (R11, §6)
+    "ChatClientAgent", "FunctionInvokingChatClient", "OpenAIChatClient", "LoopState",
+    "ProviderError", "IncompleteStreamError", "ApprovalError",
+]
+
+
+# -- the distribution ------------------------------------------------------------------
+
+def _requirement_name(requirement: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+    assert match, requirement
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower()
+
+
+def test_distribution_depends_on_requests_alone():
+    """SPEC §1: "Runtime dependency: ``requests`` only." — the installed distribution
+    ``agentflow`` declares exactly one requirement, ``requests`` (no extras, no
+    markers that would add others)."""
+    requires = importlib.metadata.requires("agentflow")
+    assert requires is not None
+    assert [_requirement_name(r) for r in requires] == ["requests"]
+    assert all(";" not in r for r in requires), requires
+
+
+def test_distribution_metadata_matches_package():
+    """SPEC §1: the installed distribution is this package (same version), so the
+    dependency check above is about the code under test."""
+    assert importlib.metadata.version("agentflow") == agentflow.__version__
+
+
+# -- public names ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", SPEC_NAMES)
+def test_public_name_importable_from_package(name):
+    """SPEC §3: every public name is importable from ``agentflow`` itself and listed in
+    ``__all__``."""
+    module = importlib.import_module("agentflow")
+    assert hasattr(module, name), name
+    assert name in module.__all__
+
+
+def test_errors_are_exceptions():
+    """SPEC R11/§6: ``ApprovalError``, ``ProviderError`` and ``IncompleteStreamError``
+    are raised, so they are Exception subclasses."""
+    for name in ("ProviderError", "IncompleteStreamError", "ApprovalError"):
+        assert issubclass(getattr(agentflow, name), Exception), name
+
+
+def test_update_types_are_dataclasses_of_the_base():
+    """SPEC §3: ``AgentResponseUpdate`` is the base class of the updates; they are plain
+    dataclasses with the listed fields, in order."""
+    expected = {
+        "TextDelta": ["text"],
+        "ReasoningDelta": ["text"],
+        "ToolCallStart": ["call_id", "name", "index"],
+        "ToolCallArgs": ["call_id", "delta"],
+        "ToolCallEnd": ["call_id"],
+        "ToolResult": ["call_id", "name", "result"],
+        "ToolApprovalRequest": ["call_id", "name", "arguments", "description"],
+        "Finish": ["finish_reason", "usage"],
+    }
+    for name, fields in expected.items():
+        cls = getattr(agentflow, name)
+        assert issubclass(cls, agentflow.AgentResponseUpdate), name
+        assert dataclasses.is_dataclass(cls), name
+        assert [f.name for f in dataclasses.fields(cls)] == fields, name
+
+
+def test_message_role_values_are_openai_strings():
+    """SPEC §3 MessageRole: ``SYSTEM, USER, ASSISTANT, TOOL``; values are the OpenAI
+    strings."""
+    assert {m.name: m.value for m in MessageRole} == {
+        "SYSTEM": "system", "USER": "user", "ASSISTANT": "assistant", "TOOL": "tool"}
+    assert MessageRole("assistant") is MessageRole.ASSISTANT
+
+
+def test_finish_reason_has_exactly_the_six_members():
+    """SPEC §3 FinishReason: exactly ``STOP, LENGTH, CONTENT_FILTER, TOOL_CALLS,
+    AWAITING_APPROVAL, MAX_ROUNDS``."""
+    assert [m.name for m in FinishReason] == [
+        "STOP", "LENGTH", "CONTENT_FILTER", "TOOL_CALLS", "AWAITING_APPROVAL",
+        "MAX_ROUNDS"]
+
+
+def test_tool_approval_response_reason_defaults_to_none():
+    """SPEC §3 ToolApprovalResponse: ``call_id, approved, reason=None``."""
+    response = ToolApprovalResponse("call_1", False)
+    assert (response.call_id, response.approved, response.reason) == ("call_1", False, None)
+
+
+# -- AgentRunOptions ---------------------------------------------------------------------
+
+def test_with_tool_approval_responses_returns_new_options():
+    """SPEC §3 AgentRunOptions: ``with_tool_approval_responses(list)`` returns a **new**
+    options object carrying the responses; the original is unchanged and the other
+    options are kept."""
+    original = AgentRunOptions(max_rounds=5, model="m", temperature=0.2)
+    responses = [ToolApprovalResponse("call_1", True),
+                 ToolApprovalResponse("call_2", False, "no")]
+    updated = original.with_tool_approval_responses(responses)
+
+    assert updated is not original
+    assert list(original.tool_approval_responses) == []
+    assert list(updated.tool_approval_responses) == responses
+    assert (updated.max_rounds, updated.model, updated.temperature) == (5, "m", 0.2)
+    # Changing the caller's list afterwards does not reach into the options.
+    responses.append(ToolApprovalResponse("call_3", True))
+    assert len(updated.tool_approval_responses) == 2
+
+
+def test_with_tool_approval_responses_on_default_options():
+    """SPEC §3 / R4: ``AgentRunOptions().with_tool_approval_responses([...])`` is the
+    resume idiom; defaults (``max_rounds`` 40, R8) carry over."""
+    base = AgentRunOptions()
+    updated = base.with_tool_approval_responses([ToolApprovalResponse("c", True)])
+    assert base.tool_approval_responses == ()
+    assert updated.max_rounds == 40
+    assert [r.call_id for r in updated.tool_approval_responses] == ["c"]
+
+
+# -- ChatMessage -------------------------------------------------------------------------
+
+def test_chat_message_constructors():
+    """SPEC §3 ChatMessage: constructors ``system/user/assistant/tool(result, call_id)``
+    set role, content, tool_calls and tool_call_id."""
+    system = ChatMessage.system("Be careful.")
+    user = ChatMessage.user("Hi")
+    assistant = ChatMessage.assistant("Hello")
+    result = ChatMessage.tool("42", "call_9")
+
+    assert (system.role, system.content) == (MessageRole.SYSTEM, "Be careful.")
+    assert (user.role, user.content) == (MessageRole.USER, "Hi")
+    assert (assistant.role, assistant.content, assistant.tool_calls) == (
+        MessageRole.ASSISTANT, "Hello", [])
+    assert (result.role, result.content, result.tool_call_id) == (
+        MessageRole.TOOL, "42", "call_9")
+    for message in (system, user, assistant):
+        assert message.tool_call_id is None
+
+
+def test_simple_messages_to_openai():
+    """SPEC §3 ChatMessage: converts to the OpenAI dict form
+    (``{"role": ..., "content": ...}``)."""
+    assert ChatMessage.system("S").to_openai() == {"role": "system", "content": "S"}
+    assert ChatMessage.user("U").to_openai() == {"role": "user", "content": "U"}
+    assert ChatMessage.assistant("A").to_openai() == {"role": "assistant", "content": "A"}
+
+
+def test_assistant_with_tool_calls_round_trip():
+    """SPEC §3 ChatMessage / ToolCall: an assistant message with tool calls converts to
+    OpenAI's form (``tool_calls`` with ``type: function`` and the raw ``arguments``
+    text, byte for byte) and back to an equal message."""
+    calls = [ToolCall("call_1", "echo", '{"text": "Freeing disk space"}'),
+             ToolCall("call_2", "run_command", '{"command":"rm -rf /"}')]
+    message = ChatMessage.assistant("I'll clear it out.", calls)
+    wire = message.to_openai()
+    assert wire == {
+        "role": "assistant",
+        "content": "I'll clear it out.",
+        "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "echo", "arguments": '{"text": "Freeing disk space"}'}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "run_command", "arguments": '{"command":"rm -rf /"}'}},
+        ],
+    }
+    back = ChatMessage.from_openai(wire)
+    assert back == message
+    assert back.tool_calls[1].arguments == '{"command":"rm -rf /"}'  # raw text kept
+    assert back.to_openai() == wire
+
+
+def test_assistant_tool_calls_without_content_round_trip():
+    """SPEC §3 ChatMessage: OpenAI sends ``content: null`` on an assistant turn that
+    only calls tools; it round-trips as ``None``."""
+    wire = {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "call_x", "type": "function",
+                            "function": {"name": "read_file",
+                                         "arguments": '{"path": "a.txt"}'}}]}
+    message = ChatMessage.from_openai(wire)
+    assert message.role is MessageRole.ASSISTANT
+    assert message.content is None
+    assert message.tool_calls == [ToolCall("call_x", "read_file", '{"path": "a.txt"}')]
+    assert message.to_openai() == wire
+
+
+def test_tool_message_round_trip():
+    """SPEC §3 ChatMessage: ``tool(result, call_id)`` converts to
+    ``{"role": "tool", "content": result, "tool_call_id": call_id}`` and back."""
+    message = ChatMessage.tool("Rejected: User denied", "call_1")
+    wire = message.to_openai()
+    assert wire == {"role": "tool", "content": "Rejected: User denied",
+                    "tool_call_id": "call_1"}
+    assert ChatMessage.from_openai(wire) == message
+
+
+def test_from_openai_with_string_role():
+    """SPEC §3 ChatMessage: the dict form carries the role as a string; it becomes the
+    MessageRole member."""
+    message = ChatMessage.from_openai({"role": "user", "content": "hi"})
+    assert message.role is MessageRole.USER
+    assert message == ChatMessage.user("hi")
+
+
+# -- standard library only ------------------------------------------------------------------
+
+ALLOWED_THIRD_PARTY = {"requests", "urllib3"}
+
+
+def _top_level_imports(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_package_files_found():
+    """Guard for the scan below: it really reads the package's modules."""
+    files = {p.name for p in PACKAGE_DIR.rglob("*.py")}
+    assert {"__init__.py", "tools.py", "types.py", "openai_client.py"} <= files
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE_DIR.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(PACKAGE_DIR)))
+def test_module_imports_only_stdlib_and_requests(path):
+    """SPEC §1: runtime dependency ``requests`` only; everything else is standard
+    library. Every absolute import of every module (at any depth, including inside
+    functions) is the standard library, ``requests`` / ``urllib3`` (which requests
+    brings), or agentflow itself."""
+    allowed = set(sys.stdlib_module_names) | ALLOWED_THIRD_PARTY | {"agentflow"}
+    outside = sorted(_top_level_imports(path) - allowed)
+    assert outside == [], f"{path.name} imports {outside}"
