@@ -200,7 +200,9 @@ class OpenAIChatClient:
                 "nothing of this turn was kept: retry the run") from None
 
     def _scrub(self, text: str) -> str:
-        if self._api_key and self._api_key in text:
+        # A key shorter than 8 characters is no secret (local servers take "x"), and
+        # replacing it would garble every message containing those letters.
+        if self._api_key and len(self._api_key) >= 8 and self._api_key in text:
             text = text.replace(self._api_key, "***")
         return text
 

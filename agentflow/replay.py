@@ -58,11 +58,19 @@ class ReplayServer:
     URL to give a client (``http://127.0.0.1:PORT/v1``). ``queue(reply)`` adds a reply
     later (the demo does, once it knows the caller's decision). When the queue is
     empty a request gets HTTP 500 with a JSON error saying so.
+
+    ``check``, when given, is called as ``check(number, request)`` for each request
+    (``number`` counts from 0) and returns ``None`` when the request is as expected or
+    a str naming the first difference; the server then answers HTTP 400 with that text
+    as the error message (code ``request_mismatch``), keeps the queued reply, and
+    appends the text to ``mismatches``.
     """
 
-    def __init__(self, replies=()):
+    def __init__(self, replies=(), check=None):
         self._replies = [_as_reply(r) for r in replies]
+        self._check = check
         self.requests: list[RecordedRequest] = []
+        self.mismatches: list[str] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -92,11 +100,20 @@ class ReplayServer:
                     parsed = json.loads(body) if body else None
                 except ValueError:
                     parsed = None
+                request = RecordedRequest("POST", self.path,
+                                          {k.lower(): v for k, v in self.headers.items()},
+                                          body, parsed)
                 with server._lock:
-                    server.requests.append(RecordedRequest(
-                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()},
-                        body, parsed))
-                    reply = server._replies.pop(0) if server._replies else None
+                    server.requests.append(request)
+                    problem = (server._check(len(server.requests) - 1, request)
+                               if server._check else None)
+                    if problem:
+                        server.mismatches.append(problem)
+                        reply = Reply(json.dumps({"error": {
+                            "message": problem, "code": "request_mismatch"}}),
+                            status=400, content_type="application/json")
+                    else:
+                        reply = server._replies.pop(0) if server._replies else None
                 if reply is None:
                     reply = Reply(json.dumps({"error": {
                         "message": "replay server: no reply queued for this request",
