@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test clean
+.PHONY: demo test conformance clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
@@ -14,6 +14,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 demo: $(STAMP)
 	$(VENV)/bin/python -m agentflow demo $(ARGS)
+
+conformance: $(STAMP)
+	$(VENV)/bin/python -m conformance $(ARGS)
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)

@@ -1,0 +1,325 @@
+"""The conformance runner: replays each case against an implementation and checks it
+turn by turn. The rules it applies are written out in conformance/README.md; this file
+is one reading of them, and must not know more than that page says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentflow.replay import Reply, ReplayServer
+
+CASES = Path(__file__).resolve().parent / "cases"
+
+
+@dataclass
+class Outcome:
+    case_id: str
+    title: str
+    passed: bool
+    detail: str = ""
+
+
+class Mismatch(Exception):
+    """The implementation did something the case does not expect."""
+
+
+# -- loading ---------------------------------------------------------------------------
+
+def load_cases(folder: Path = CASES) -> list[dict]:
+    """Every ``*.json`` case in ``folder``, in file-name order."""
+    cases = []
+    for path in sorted(folder.glob("*.json")):
+        case = json.loads(path.read_text(encoding="utf-8"))
+        case["_folder"] = path.parent
+        cases.append(case)
+    return cases
+
+
+def _reply(folder: Path, response) -> Reply:
+    if isinstance(response, str):
+        return Reply((folder / response).read_bytes())
+    body = response.get("body", "")
+    if "json" in response:
+        body = json.dumps(response["json"])
+    return Reply(body, status=response.get("status", 200),
+                 content_type=response.get("content_type", "application/json"))
+
+
+# -- normalising and comparing -----------------------------------------------------------
+
+def _arguments(text):
+    """Tool-call arguments compare as JSON values when they parse, else as text."""
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def normalise_message(message: dict) -> dict:
+    out = {"role": message.get("role"), "content": message.get("content")}
+    if out["content"] == "" and out["role"] == "assistant":
+        out["content"] = None
+    calls = message.get("tool_calls") or []
+    if calls:
+        out["tool_calls"] = [{"id": c.get("id"), "name": (c.get("function") or {}).get("name"),
+                              "arguments": _arguments((c.get("function") or {}).get("arguments"))}
+                             for c in calls]
+    if message.get("tool_call_id") is not None:
+        out["tool_call_id"] = message["tool_call_id"]
+    return out
+
+
+def normalise_updates(updates: list[dict]) -> list[dict]:
+    """Adjacent text (and reasoning) updates join into one; ``tool_call_args`` fold into
+    an ``arguments`` field of their call's ``tool_call_end``."""
+    out: list[dict] = []
+    arguments: dict[str, str] = {}
+    for update in updates:
+        kind = update.get("type")
+        if kind == "tool_call_args":
+            arguments[update["call_id"]] = arguments.get(update["call_id"], "") + update["delta"]
+            continue
+        if kind in ("text", "reasoning") and out and out[-1]["type"] == kind:
+            out[-1] = {**out[-1], "text": out[-1]["text"] + update["text"]}
+            continue
+        if kind == "tool_call_end":
+            update = {**update, "arguments": _arguments(arguments.get(update["call_id"], ""))}
+        out.append(dict(update))
+    return out
+
+
+def _first_difference(expected, actual, where: str) -> str | None:
+    if isinstance(expected, dict) and set(expected) == {"$prefix"}:
+        if isinstance(actual, str) and actual.startswith(expected["$prefix"]):
+            return None
+        return (f"{where}: expected text starting with {json.dumps(expected['$prefix'])}, "
+                f"got {json.dumps(actual)[:160]}")
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in expected:
+            if key not in actual:
+                return f"{where}.{key}: missing (expected {json.dumps(expected[key])})"
+            found = _first_difference(expected[key], actual[key], f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list):
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            found = _first_difference(e, a, f"{where}[{i}]")
+            if found:
+                return found
+        if len(expected) != len(actual):
+            extra = (f"unexpected {json.dumps(actual[len(expected)])[:160]}"
+                     if len(actual) > len(expected)
+                     else f"missing {json.dumps(expected[len(actual)])[:160]}")
+            return f"{where}: {len(actual)} items, expected {len(expected)} ({extra})"
+        return None
+    if expected != actual or isinstance(expected, bool) != isinstance(actual, bool):
+        return f"{where}: expected {json.dumps(expected)[:160]}, got {json.dumps(actual)[:160]}"
+    return None
+
+
+def check_request(expected: dict, body) -> str | None:
+    """The first difference between a request the case expects and one received."""
+    if not isinstance(body, dict):
+        return "the request body is not a JSON object"
+    if body.get("stream") is not True:
+        return f"stream: expected true, got {json.dumps(body.get('stream'))}"
+    messages = [normalise_message(m) for m in body.get("messages") or []]
+    wanted = [normalise_message(m) for m in expected["messages"]]
+    found = _first_difference(wanted, messages, "messages")
+    if found:
+        return found
+    if "tools" in expected:
+        names = [(t.get("function") or {}).get("name") for t in body.get("tools") or []]
+        if names != expected["tools"]:
+            return f"tools: expected {expected['tools']}, got {names}"
+    if "tool_choice" in expected and body.get("tool_choice") != expected["tool_choice"]:
+        return (f"tool_choice: expected {json.dumps(expected['tool_choice'])}, "
+                f"got {json.dumps(body.get('tool_choice'))}")
+    return None
+
+
+def check_turn(expect: dict, end: dict, updates: list[dict]) -> str | None:
+    """The first difference between a turn's expectations and what happened."""
+    error = end.get("error")
+    wanted_error = expect.get("error")
+    if wanted_error != (error or {}).get("kind"):
+        got = f"{error['kind']}: {error.get('message', '')}"[:300] if error else "no error"
+        return f"error: expected {wanted_error or 'no error'}, got {got}"
+    if "updates" in expect:
+        found = _first_difference(expect["updates"], normalise_updates(updates), "updates")
+        if found:
+            return found
+    if "history" in expect:
+        found = _first_difference([normalise_message(m) for m in expect["history"]],
+                                  [normalise_message(m) for m in end.get("history", [])],
+                                  "history")
+        if found:
+            return found
+    if "executions" in expect:
+        found = _first_difference(expect["executions"], end.get("executions", []),
+                                  "executions")
+        if found:
+            return found
+    return None
+
+
+# -- drivers -------------------------------------------------------------------------------
+
+class InProcess:
+    """agentflow, called directly."""
+
+    def __init__(self):
+        from .agentflow_adapter import CaseDriver
+        self.driver = CaseDriver()
+
+    def setup(self, message: dict) -> dict:
+        return self.driver.setup(message)
+
+    def run(self, message: dict) -> tuple[dict, list[dict]]:
+        updates: list[dict] = []
+        end = self.driver.run(message, updates.append)
+        return end, updates
+
+    def close(self) -> None:
+        pass
+
+
+class Adapter:
+    """Another implementation behind the JSON-lines protocol (README, "Adapters")."""
+
+    def __init__(self, command: str, timeout: float = 60.0):
+        self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.timeout = timeout
+
+    def _send(self, message: dict) -> None:
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def _receive(self) -> dict:
+        line = self.process.stdout.readline()
+        if not line:
+            raise Mismatch(f"the adapter exited (status {self.process.poll()}) "
+                           "without answering")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise Mismatch(f"the adapter wrote a line that is not JSON: {line[:200]!r}")
+
+    def setup(self, message: dict) -> dict:
+        self._send(message)
+        return self._receive()
+
+    def run(self, message: dict) -> tuple[dict, list[dict]]:
+        self._send(message)
+        updates = []
+        while True:
+            answer = self._receive()
+            if answer.get("type") == "update":
+                updates.append(answer["update"])
+            elif answer.get("type") == "end":
+                return answer, updates
+            else:
+                raise Mismatch(f"unexpected adapter message {json.dumps(answer)[:200]}")
+
+    def close(self) -> None:
+        try:
+            self._send({"type": "exit"})
+            self.process.stdin.close()
+            self.process.wait(timeout=self.timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+
+
+# -- running ---------------------------------------------------------------------------------
+
+def run_case(case: dict, make_driver) -> Outcome:
+    """Run one case against a fresh driver; the outcome names the first difference."""
+    folder = case["_folder"]
+    calls = [call for turn in case["turns"] for call in turn.get("model_calls", [])]
+
+    def check(number: int, request) -> str | None:
+        if number >= len(calls):
+            return (f"model call {number + 1} was not expected: the case has "
+                    f"{len(calls)} model call(s)")
+        problem = check_request(calls[number]["request"], request.json)
+        return f"model call {number + 1}: {problem}" if problem else None
+
+    server = ReplayServer([_reply(folder, c["response"]) for c in calls], check=check).start()
+    driver = make_driver()
+    try:
+        setup = {"type": "setup", "base_url": server.base_url, "api_key": "sk-conformance",
+                 "model": case.get("model", "conformance-model"),
+                 "instructions": case.get("instructions"),
+                 "tools": case.get("tools", []),
+                 "context_providers": case.get("context_providers", [])}
+        ready = driver.setup(setup)
+        if ready.get("type") != "ready":
+            raise Mismatch(f"setup: expected a 'ready' answer, got {json.dumps(ready)[:200]}")
+        served = 0
+        for number, turn in enumerate(case["turns"], 1):
+            end, updates = driver.run({"type": "run", "input": turn.get("input", []),
+                                       "approvals": turn.get("approvals", []),
+                                       "options": turn.get("options", {}),
+                                       "reload_session": bool(turn.get("reload_session"))})
+            served += len(turn.get("model_calls", []))
+            if server.mismatches:
+                raise Mismatch(f"turn {number}: {server.mismatches[0]}")
+            if len(server.requests) != served:
+                raise Mismatch(f"turn {number}: the implementation made "
+                               f"{len(server.requests)} model call(s) so far, expected {served}")
+            problem = check_turn(turn["expect"], end, updates)
+            if problem:
+                raise Mismatch(f"turn {number}: {problem}")
+        return Outcome(case["id"], case["title"], True)
+    except Mismatch as exc:
+        return Outcome(case["id"], case["title"], False, str(exc))
+    finally:
+        driver.close()
+        server.stop()
+
+
+def run_all(make_driver, cases: list[dict] | None = None) -> list[Outcome]:
+    return [run_case(case, make_driver) for case in (cases if cases is not None else load_cases())]
+
+
+def report(outcomes: list[Outcome], out=None) -> None:
+    out = out or sys.stdout
+    width = max((len(o.case_id) for o in outcomes), default=4)
+    for outcome in outcomes:
+        status = "pass" if outcome.passed else "FAIL"
+        out.write(f"{status}  {outcome.case_id:<{width}}  {outcome.title}\n")
+        if not outcome.passed:
+            out.write(f"      {outcome.detail}\n")
+    passed = sum(o.passed for o in outcomes)
+    out.write(f"{passed} passed, {len(outcomes) - passed} failed\n")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance",
+        description="Check an implementation of the agentflow approval flow against the "
+                    "recorded cases in conformance/cases.")
+    parser.add_argument("--adapter", metavar="CMD",
+                        help="run the cases against another implementation through the "
+                             "JSON-lines protocol of conformance/README.md")
+    parser.add_argument("--case", action="append", metavar="ID",
+                        help="run only this case (repeatable)")
+    args = parser.parse_args(argv)
+    cases = load_cases()
+    if args.case:
+        cases = [c for c in cases if c["id"] in args.case]
+    make_driver = (lambda: Adapter(args.adapter)) if args.adapter else InProcess
+    outcomes = run_all(make_driver, cases)
+    report(outcomes)
+    return 0 if all(o.passed for o in outcomes) else 1
