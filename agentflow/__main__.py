@@ -1,4 +1,8 @@
-"""The ``agentflow`` command: ``agentflow demo [--approve | --deny [REASON]]``."""
+"""The ``agentflow`` command.
+
+    agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
+    agentflow inspect-stream FILE                  what a recorded SSE body assembles to
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="agentflow", description=__doc__)
+    parser = argparse.ArgumentParser(prog="agentflow", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo", help="the approval flow over real HTTP against a built-in replay server")
@@ -15,7 +20,23 @@ def main(argv=None) -> int:
     decision.add_argument("--approve", action="store_true", help="approve without asking")
     decision.add_argument("--deny", nargs="?", const="", metavar="REASON",
                           help="reject without asking, with an optional reason")
+    inspect = commands.add_parser(
+        "inspect-stream", help="print what a recorded SSE body assembles to, and the "
+                               "provider quirks it needed")
+    inspect.add_argument("file", help="a text/event-stream body; - reads standard input")
     args = parser.parse_args(argv)
+    if args.command == "inspect-stream":
+        from .inspect_stream import inspect_stream
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            try:
+                with open(args.file, "rb") as handle:
+                    data = handle.read()
+            except OSError as exc:
+                print(f"agentflow: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+                return 2
+        return inspect_stream(data)
     if args.command == "demo":
         from . import demo as demo_module
         if args.approve:

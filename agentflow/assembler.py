@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Iterable, Iterator
 
 from .errors import IncompleteStreamError, ProviderError
+from .sse import iter_events
 from .types import (AgentResponseUpdate, Finish, FinishReason, ReasoningDelta,
                     TextDelta, ToolCall, ToolCallArgs, ToolCallEnd, ToolCallStart,
                     Usage)
@@ -34,7 +36,8 @@ _FINISH_REASONS = {
 @dataclass
 class _Slot:
     index: int
-    id: str = ""
+    id: str = ""        # the id used from here on: unique within the turn
+    wire_id: str = ""   # the first non-empty id the provider sent
     name: str = ""
     arguments: list[str] = field(default_factory=list)
     started: bool = False
@@ -74,7 +77,7 @@ class ChunkAssembler:
         return [ToolCall(s.id, s.name, "".join(s.arguments)) for s in self._slots]
 
     def _quirk(self, what: str) -> None:
-        self.quirks.append(f"{what} at chunk {self._chunks}")
+        self.quirks.append(f"{what} at event {self._chunks}")
 
     # -- one chunk -------------------------------------------------------------------
 
@@ -87,7 +90,7 @@ class ChunkAssembler:
         """
         self._chunks += 1
         if not isinstance(chunk, dict):
-            raise ProviderError(f"stream chunk {self._chunks} is not a JSON object: "
+            raise ProviderError(f"stream event {self._chunks} is not a JSON object: "
                                 f"{json.dumps(chunk)[:200]}")
         if chunk.get("error"):
             raise error_from_body(chunk, "the provider reported an error mid-stream")
@@ -183,9 +186,9 @@ class ChunkAssembler:
         last = self._slots[-1] if self._slots else None
         if call_id:
             for slot in self._slots:
-                if slot.id == call_id:
+                if slot.wire_id == call_id:
                     return slot
-            if last is not None and not last.id:
+            if last is not None and not last.wire_id:
                 return last
             return self._open(len(self._slots))
         return last if last is not None else self._open(0)
@@ -202,9 +205,9 @@ class ChunkAssembler:
         function = call.get("function") or {}
         call_id, name = call.get("id") or "", function.get("name") or ""
         # Re-sent headers (empty or in full) must never be concatenated: first wins.
-        if call_id and not slot.id:
-            slot.id = call_id
-        elif call_id and call_id != slot.id:
+        if call_id and not slot.wire_id:
+            slot.wire_id = call_id
+        elif call_id and call_id != slot.wire_id:
             self._quirk("tool call id changed mid-call (the first is kept)")
         if name and not slot.name:
             slot.name = name
@@ -219,10 +222,20 @@ class ChunkAssembler:
         self._flush(slot, updates, final=False)
 
     def _flush(self, slot: _Slot, updates: list, final: bool) -> None:
-        if not slot.started and (final or (slot.id and slot.name)):
+        if not slot.started and (final or (slot.wire_id and slot.name)):
+            slot.id = slot.wire_id
             if not slot.id:
                 self._quirk("tool call without id")
                 slot.id = f"call_{slot.index}"
+            taken = {other.id for other in self._slots if other.started}
+            if slot.id in taken:
+                # Two calls with one id would make their results ambiguous, and
+                # strict providers refuse such a history.
+                unique = f"{slot.id}_{slot.index}"
+                while unique in taken:
+                    unique += "_"
+                self._quirk(f"duplicate tool call id {slot.id!r} (renamed {unique!r})")
+                slot.id = unique
             slot.started = True
             updates.append(ToolCallStart(slot.id, slot.name, slot.index))
         if slot.started:
@@ -244,7 +257,7 @@ class ChunkAssembler:
         """
         if self._raw_finish is None and not saw_done:
             raise IncompleteStreamError(
-                f"the stream ended after {self._chunks} chunks with neither a "
+                f"the stream ended after {self._chunks} events with neither a "
                 "finish_reason nor 'data: [DONE]'; the connection was probably cut. "
                 "Nothing of this turn was kept: retry the run.")
         if not saw_done:
@@ -270,10 +283,61 @@ class ChunkAssembler:
 def error_from_body(body, fallback: str, status: int | None = None) -> ProviderError:
     """A ``ProviderError`` from a provider's JSON error body (``{"error": {...}}``,
     ``{"error": "text"}`` or ``{"message": ...}``), keeping its message and code."""
-    error = body.get("error", body) if isinstance(body, dict) else body
+    error = body.get("error") or body if isinstance(body, dict) else body
     if isinstance(error, dict):
         message = error.get("message") or error.get("msg") or fallback
         code = error.get("code") or error.get("type")
     else:
         message, code = (str(error) if error else fallback), None
     return ProviderError(str(message), status=status, code=code)
+
+
+def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = None
+                   ) -> Iterator[AgentResponseUpdate]:
+    """The updates of one streamed model turn, from the raw bytes of its SSE body
+    (an iterable of byte chunks of any size), yielded as soon as their bytes are in.
+
+    ``data: [DONE]`` ends the turn even if more bytes follow. Raises ``ProviderError``
+    for an ``event: error``, an ``error`` object, or data that is not a JSON object
+    (naming the event, its data cut to 200 characters), and ``IncompleteStreamError``
+    when the bytes end mid-turn (SPEC §6). Pass your own ``assembler`` to read its
+    ``quirks`` and totals afterwards.
+    """
+    assembler = assembler if assembler is not None else ChunkAssembler()
+    saw_done = False
+    for number, event in enumerate(iter_events(chunks), 1):
+        if event.type == "error":
+            try:
+                body = json.loads(event.data)
+            except ValueError:
+                body = event.data[:200]
+            raise error_from_body(body, "the provider sent an error event")
+        if event.data == "[DONE]":
+            saw_done = True
+            break
+        try:
+            chunk = json.loads(event.data)
+        except ValueError:
+            raise ProviderError(f"malformed stream event {number}: not JSON: "
+                                f"{event.data[:200]!r}") from None
+        yield from assembler.feed(chunk)
+    yield from assembler.finish(saw_done)
+
+
+def completion_updates(body: dict, assembler: ChunkAssembler | None = None
+                       ) -> list[AgentResponseUpdate]:
+    """The same updates as a stream would give, from a non-streaming
+    ``chat.completion`` response body (dict)."""
+    assembler = assembler if assembler is not None else ChunkAssembler()
+    if not isinstance(body, dict) or body.get("error"):
+        raise error_from_body(body, "the provider answered with an error")
+    choices = body.get("choices") or []
+    chunk_choices = []
+    for choice in choices[:1]:
+        message = dict(choice.get("message") or {})
+        message["tool_calls"] = [{**call, "index": position} for position, call
+                                 in enumerate(message.get("tool_calls") or [])]
+        chunk_choices.append({"index": 0, "delta": message,
+                              "finish_reason": choice.get("finish_reason")})
+    updates = assembler.feed({"choices": chunk_choices, "usage": body.get("usage")})
+    return updates + assembler.finish(saw_done=True)

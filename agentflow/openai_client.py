@@ -7,19 +7,23 @@ response body is read as it arrives, fed to the SSE parser, and each chunk to th
 
 from __future__ import annotations
 
+import email.utils
+import itertools
 import json
 import os
+import random
+import time
 from typing import Iterable, Iterator, Sequence
 
 import requests
 import urllib3.exceptions
 
-from .assembler import ChunkAssembler, error_from_body
+from .assembler import completion_updates, error_from_body, stream_updates
 from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
-from .sse import iter_events
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_RETRY_WAIT = 60.0  # seconds; a longer Retry-After is reported, not slept through
 _READ_SIZE = 65536
 
 
@@ -36,11 +40,19 @@ class OpenAIChatClient:
         read_timeout: seconds to wait for the next bytes of the response, i.e. the
             longest silence tolerated mid-stream (not the whole call's duration).
         headers: extra HTTP headers (dict) sent with every request.
+        stream: ``True`` (default) streams with SSE; ``False`` asks for one JSON
+            response, for endpoints that cannot stream, and yields the same updates.
+        max_retries: how often a call that failed before its first body byte is
+            retried (connection failure, timeout, HTTP 429 or 5xx); default 2.
+        retry_backoff: seconds before the first retry, doubled for each next one and
+            scaled by a random factor in [0.5, 1); a ``Retry-After`` header (seconds
+            or HTTP date, at most ``MAX_RETRY_WAIT``) takes precedence.
     """
 
     def __init__(self, model: str = "gpt-4o-mini", *, base_url: str | None = None,
                  api_key: str | None = None, connect_timeout: float = 10.0,
-                 read_timeout: float = 120.0, headers: dict | None = None):
+                 read_timeout: float = 120.0, headers: dict | None = None,
+                 stream: bool = True, max_retries: int = 2, retry_backoff: float = 0.5):
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
                          or DEFAULT_BASE_URL).rstrip("/")
@@ -48,7 +60,11 @@ class OpenAIChatClient:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.headers = dict(headers or {})
+        self.stream = stream
+        self.max_retries = max_retries
+        self.retry_backoff = retry_backoff
         self._http = requests.Session()
+        self._sleep = time.sleep
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -65,9 +81,10 @@ class OpenAIChatClient:
         body: dict = {
             "model": options.model or self.model,
             "messages": [m.to_openai() for m in messages],
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream": self.stream,
         }
+        if self.stream:
+            body["stream_options"] = {"include_usage": True}
         tools = list(tools)
         if tools:
             body["tools"] = [{"type": "function",
@@ -103,16 +120,65 @@ class OpenAIChatClient:
                 ``[DONE]``.
         """
         body = self.build_request(messages, options, tools)
-        response = self._post(body)
+        response, chunks = self._open(body)
         try:
-            yield from self._stream(response)
+            if not self.stream or _is_json(response):
+                # Non-streaming mode, or a server that ignored "stream": true.
+                yield from completion_updates(self._json(response))
+                return
+            try:
+                yield from stream_updates(chunks)
+            except ProviderError as exc:
+                raise type(exc)(self._scrub(exc.message), status=exc.status,
+                                code=exc.code) from None
         finally:
             response.close()
 
     # -- HTTP --------------------------------------------------------------------------
 
+    def _open(self, body: dict) -> tuple[requests.Response, Iterator[bytes]]:
+        """POST ``body``; return the response and an iterator over its body bytes whose
+        first chunk has already arrived. Failures before that first byte (connection,
+        HTTP 429 and 5xx, a broken or silent response) are retried up to
+        ``max_retries`` times with exponential backoff and jitter, honouring
+        ``Retry-After``; after it nothing is retried, because updates may already
+        have reached the caller."""
+        attempt = 0
+        while True:
+            retry_after = None
+            try:
+                response = self._post(body)
+                chunks = self._read(response)
+                first = next(chunks, b"")
+                return response, itertools.chain([first], chunks)
+            except _Retryable as exc:
+                error, retry_after = exc.error, exc.retry_after
+            except (ProviderTimeoutError, IncompleteStreamError) as exc:
+                error = exc
+            except ProviderError as exc:
+                if exc.status is not None:
+                    raise
+                error = exc  # could not connect
+            if attempt >= self.max_retries:
+                raise error
+            delay = self._backoff(attempt, retry_after)
+            if delay is None:
+                raise error
+            attempt += 1
+            self._sleep(delay)
+
+    def _backoff(self, attempt: int, retry_after: str | None) -> float | None:
+        """Seconds to wait before retry ``attempt + 1``; ``None`` when the server asks
+        for a longer wait than ``MAX_RETRY_WAIT``."""
+        if retry_after:
+            wait = _parse_retry_after(retry_after)
+            if wait is not None:
+                return wait if wait <= MAX_RETRY_WAIT else None
+        return self.retry_backoff * (2 ** attempt) * random.uniform(0.5, 1.0)
+
     def _post(self, body: dict) -> requests.Response:
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream",
+        headers = {"Content-Type": "application/json",
+                   "Accept": "text/event-stream" if self.stream else "application/json",
                    # a compressed stream is decoded in blocks, which delays tokens
                    "Accept-Encoding": "identity", **self.headers}
         if self._api_key:
@@ -135,9 +201,12 @@ class OpenAIChatClient:
                 "and is base_url (or OPENAI_BASE_URL) right?") from None
         if response.status_code >= 400:
             try:
-                raise self._http_error(response)
+                error = self._http_error(response)
             finally:
                 response.close()
+            if response.status_code == 429 or response.status_code >= 500:
+                raise _Retryable(error, response.headers.get("Retry-After"))
+            raise error
         return response
 
     def _http_error(self, response: requests.Response) -> ProviderError:
@@ -156,29 +225,13 @@ class OpenAIChatClient:
                        "(api_key=... or the OPENAI_API_KEY environment variable)")
         return type(error)(message, status=status, code=error.code)
 
-    def _stream(self, response: requests.Response) -> Iterator[AgentResponseUpdate]:
-        assembler = ChunkAssembler()
-        saw_done = False
-        for number, event in enumerate(iter_events(self._read(response)), 1):
-            if event.type == "error":
-                try:
-                    raise error_from_body(json.loads(event.data), event.data[:200])
-                except ValueError:
-                    raise ProviderError(f"the provider sent an error event: {event.data[:200]}")
-            if event.data == "[DONE]":
-                saw_done = True
-                break  # ends the turn even if the connection stays open
-            try:
-                chunk = json.loads(event.data)
-            except ValueError:
-                raise ProviderError(f"malformed stream event {number}: not JSON: "
-                                    f"{event.data[:200]!r}") from None
-            try:
-                yield from assembler.feed(chunk)
-            except ProviderError as exc:
-                raise type(exc)(self._scrub(exc.message), status=exc.status,
-                                code=exc.code) from None
-        yield from assembler.finish(saw_done)
+    def _json(self, response: requests.Response) -> dict:
+        text = b"".join(self._read(response)).decode("utf-8", "replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise ProviderError(f"the response from {self.url} is not JSON: "
+                                f"{text[:200]!r}") from None
 
     def _read(self, response: requests.Response) -> Iterator[bytes]:
         # read1 returns whatever bytes have arrived (up to _READ_SIZE) instead of
@@ -205,6 +258,30 @@ class OpenAIChatClient:
         if self._api_key and len(self._api_key) >= 8 and self._api_key in text:
             text = text.replace(self._api_key, "***")
         return text
+
+
+class _Retryable(Exception):
+    def __init__(self, error: ProviderError, retry_after: str | None):
+        self.error, self.retry_after = error, retry_after
+
+
+def _is_json(response: requests.Response) -> bool:
+    return response.headers.get("Content-Type", "").split(";")[0].strip() == "application/json"
+
+
+def _parse_retry_after(value: str) -> float | None:
+    """Seconds from a ``Retry-After`` value: delta-seconds or an HTTP date
+    (RFC 9110 §10.2.3); ``None`` when it is neither."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _reason(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ def make_agent():
         server = ReplayServer(bodies).start()
         servers.append(server)
         client = OpenAIChatClient(model="test-model", base_url=server.base_url,
-                                  api_key="sk-test")
+                                  api_key="sk-test", max_retries=0)  # retries: test_retries.py
         return ChatClientAgent(client, **agent_kwargs), server
 
     yield factory

@@ -59,10 +59,11 @@ def collect(client, messages=None, options=None, tools=()):
 
 
 def run_body(body, **client_args):
-    """Serve one body (bytes or Reply) and run a client with api_key KEY on it."""
+    """Serve one body (bytes or Reply) and run a client with api_key KEY on it.
+    Retries are off unless asked for: they have tests of their own (test_retries.py)."""
     with ReplayServer([body]) as server:
         client = OpenAIChatClient(model="m", base_url=server.base_url,
-                                  **{"api_key": KEY, **client_args})
+                                  **{"api_key": KEY, "max_retries": 0, **client_args})
         updates, error = collect(client)
     return updates, error, server
 
