@@ -1,4 +1,4 @@
-"""The ``agentflow`` command.
+"""The agentflow command.
 
     agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
@@ -25,6 +25,14 @@ def main(argv=None) -> int:
                                "provider quirks it needed")
     inspect.add_argument("file", help="a text/event-stream body; - reads standard input")
     args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args) -> int:
     if args.command == "inspect-stream":
         from .inspect_stream import inspect_stream
         if args.file == "-":

@@ -48,21 +48,28 @@ class ChatClientAgent:
             options: AgentRunOptions | None = None) -> Iterator[AgentResponseUpdate]:
         """Run one turn of the conversation; a generator of updates.
 
-        ``messages``: the new input, a str (one user message), a ``ChatMessage`` or
-        a list of them; empty when resuming. ``session``: the ``AgentSession`` to
+        ``messages``: the new input, a str (one user message), a ``ChatMessage``, an
+        OpenAI message dict, or a list of those; empty when resuming. ``session``: the ``AgentSession`` to
         read and extend (a throwaway one when ``None``). ``options``: this run's
         ``AgentRunOptions``, e.g. ``options.with_tool_approval_responses([...])``.
 
         The last update is a ``Finish``; ``AWAITING_APPROVAL`` means: show the
         ``ToolApprovalRequest`` updates to a human, then call ``run`` again with
-        the responses. Raises ``ApprovalError`` (session unchanged) and
+        the responses. Raises ``TypeError`` at once for arguments of the wrong
+        type; while iterating, ``ApprovalError`` (session unchanged) and
         ``ProviderError``; after an error the session holds every completed step
         and nothing of the failed one (R10).
         """
         new_input = _as_messages(messages)
+        if session is not None and not isinstance(session, AgentSession):
+            raise TypeError(f"session must be an AgentSession, got {type(session).__name__}")
+        if options is not None and not isinstance(options, AgentRunOptions):
+            raise TypeError(f"options must be AgentRunOptions, got {type(options).__name__}")
         session = session if session is not None else AgentSession()
-        options = options or self.options
+        return self._run(new_input, session, options or self.options)
 
+    def _run(self, new_input: list[ChatMessage], session: AgentSession,
+             options: AgentRunOptions) -> Iterator[AgentResponseUpdate]:
         prompt: list[ChatMessage] = []
         if self.instructions:
             prompt.append(ChatMessage.system(self.instructions))
@@ -98,8 +105,22 @@ class ChatClientAgent:
 
 
 def _as_messages(messages) -> list[ChatMessage]:
-    if isinstance(messages, str):
-        return [ChatMessage.user(messages)]
-    if isinstance(messages, ChatMessage):
-        return [messages]
-    return list(messages)
+    """A str, a ``ChatMessage``, an OpenAI message dict, or a list of those."""
+    if isinstance(messages, (str, ChatMessage, dict)):
+        messages = [messages]
+    try:
+        items = list(messages)
+    except TypeError:
+        raise TypeError(f"messages must be a str, a ChatMessage or a list of them, got "
+                        f"{type(messages).__name__}") from None
+    result = []
+    for item in items:
+        if isinstance(item, str):
+            item = ChatMessage.user(item)
+        elif isinstance(item, dict):
+            item = ChatMessage.from_openai(item)
+        elif not isinstance(item, ChatMessage):
+            raise TypeError(f"each message must be a str, a ChatMessage or an OpenAI "
+                            f"message dict, got {type(item).__name__}")
+        result.append(item)
+    return result

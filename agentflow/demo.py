@@ -91,11 +91,15 @@ def _decide(requests: list, approve: bool | None, reason: str | None):
     if approve is not None:
         return approve, reason
     if sys.stdin.isatty():
-        answer = input(f"\nApprove {requests[0].name} {json.dumps(requests[0].arguments)}? "
-                       "[y/N] ").strip().lower()
-        if answer in ("y", "yes"):
-            return True, None
-        return False, input("Reason (optional): ").strip() or None
+        try:
+            answer = input(f"\nApprove {requests[0].name} "
+                           f"{json.dumps(requests[0].arguments)}? [y/N] ").strip().lower()
+            if answer in ("y", "yes"):
+                return True, None
+            return False, input("Reason (optional): ").strip() or None
+        except EOFError:
+            print("\n(end of input: denying)")
+            return False, None
     print("\n(stdin is not a terminal and neither --approve nor --deny was given: denying)")
     return False, reason
 
@@ -121,8 +125,13 @@ def main(approve: bool | None = None, reason: str | None = None) -> int:
         finish = _show(record(agent.run(USER_REQUEST, session)))
         requests = [u for u in updates if isinstance(u, ToolApprovalRequest)]
         approved, reason = _decide(requests, approve, reason)
-        decision = "approved" if approved else f"rejected (reason: {reason or 'none'})"
+        decision = ("approved" if approved else
+                    f"rejected, reason: {reason}" if reason else
+                    "rejected without a reason (the model hears 'User denied')")
         print(f"\ncaller: {requests[0].call_id} {decision}")
+        print("note: echo needed no approval but came in the same turn, so it does not run "
+              "on resume either\n      (SPEC R5: it is answered 'Rejected: User denied'; "
+              "the model may call it again)")
 
         server.queue(second_turn(approved, reason))
         responses = [ToolApprovalResponse(r.call_id, approved, reason) for r in requests]

@@ -150,6 +150,11 @@ class FunctionInvokingChatClient:
     def __init__(self, inner, tools: Iterable = (), on_transition: Callable | None = None):
         self.inner = inner
         self.tools = [t if isinstance(t, Tool) else FunctionTool(t) for t in tools]
+        names = [t.name for t in self.tools]
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            raise ValueError(f"two tools share the name(s) {', '.join(doubled)}; the model "
+                             "could not tell them apart")
         self.on_transition = on_transition
 
     def _tool(self, name: str) -> Tool | None:
@@ -182,6 +187,14 @@ class FunctionInvokingChatClient:
               machine: LoopMachine, on_message) -> Iterator[AgentResponseUpdate]:
         insert_at, pending, answered = pending_calls(messages)
         responses = _check_responses(options.tool_approval_responses, pending, answered)
+        orphans = [c for c in pending if c.id in responses and responses[c.id].approved
+                   and self._tool(c.name) is None]
+        if orphans:
+            raise ApprovalError(
+                f"approved call(s) {', '.join(c.id for c in orphans)} name tool(s) "
+                f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
+                "have; give it the tools the run paused with. Nothing was executed.",
+                [c.id for c in orphans])
         options = options.with_tool_approval_responses(())
         usage: Usage | None = None
         rounds = failed_rounds = 0
@@ -317,7 +330,8 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> 
         problems.append(f"call(s) {', '.join(twice)} were answered more than once")
     if problems:
         hint = (f"pending calls: {', '.join(sorted(pending_ids))}" if pending_ids
-                else "the session has no pending call")
+                else "the session has no pending call; resume with the same AgentSession "
+                     "the run paused in")
         raise ApprovalError(f"approval responses do not fit the paused run: "
                             f"{'; '.join(problems)} ({hint}). Nothing was executed.",
                             unknown + already + twice)

@@ -129,8 +129,13 @@ class OpenAIChatClient:
             try:
                 yield from stream_updates(chunks)
             except ProviderError as exc:
-                raise type(exc)(self._scrub(exc.message), status=exc.status,
-                                code=exc.code) from None
+                message = self._scrub(exc.message)
+                kind = response.headers.get("Content-Type", "")
+                if isinstance(exc, IncompleteStreamError) and "event-stream" not in kind:
+                    message = (f"{self.url} did not answer with an event stream "
+                               f"(Content-Type: {kind or 'none'}); is it an OpenAI-compatible "
+                               "chat-completions endpoint?")
+                raise type(exc)(message, status=exc.status, code=exc.code) from None
         finally:
             response.close()
 
@@ -220,9 +225,13 @@ class OpenAIChatClient:
         except ValueError:
             error = ProviderError(text[:200] or response.reason or "error", status=status)
         message = self._scrub(error.message)
+        stop = "" if message.endswith(".") else "."
         if status in (401, 403):
-            message = (f"authentication failed at {self.url}: {message}. Check the API key "
-                       "(api_key=... or the OPENAI_API_KEY environment variable)")
+            message = (f"authentication failed at {self.url}: {message}{stop} Check the API "
+                       "key (api_key=... or the OPENAI_API_KEY environment variable)")
+        elif status == 404:
+            message = (f"{message}{stop} URL: {self.url}. Check the model name, and that "
+                       "base_url ends where the API starts (most servers want a /v1 suffix)")
         return type(error)(message, status=status, code=error.code)
 
     def _json(self, response: requests.Response) -> dict:

@@ -59,6 +59,9 @@ class AgentSession:
         same folder, then a rename, so a crash never leaves half a file (SPEC R10)."""
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"cannot save the session to {path}: the folder "
+                                    f"{folder} does not exist")
         fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -76,4 +79,11 @@ class AgentSession:
         """Read a session written by ``save``. Raises ``OSError`` when the file
         cannot be read and ``ValueError`` when it is not a session."""
         with open(path, encoding="utf-8") as handle:
-            return cls.from_dict(json.load(handle))
+            try:
+                data = json.load(handle)
+            except ValueError as exc:
+                raise ValueError(f"{os.fspath(path)} is not a saved session: {exc}") from None
+        try:
+            return cls.from_dict(data)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{os.fspath(path)} is not a saved session: {exc}") from None

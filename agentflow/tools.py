@@ -11,6 +11,7 @@ decision before it runs (SPEC R3).
 
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 import json
@@ -20,6 +21,9 @@ import typing
 from typing import Any, Callable, Literal, Union
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+               "array": list, "object": dict, "null": type(None)}
 
 
 class Tool:
@@ -60,16 +64,26 @@ class FunctionTool(Tool):
 
     def __init__(self, func: Callable, name: str | None = None,
                  description: str | None = None):
+        if not callable(func):
+            raise TypeError(f"a FunctionTool needs a function, got {type(func).__name__}")
+        name = name or getattr(func, "__name__", "")
+        if not _NAME.fullmatch(name):
+            raise ValueError(f"tool name {name!r} is not allowed: use 1 to 64 letters, "
+                             "digits, '_' or '-' (OpenAI's rule); pass name=...")
         functools.update_wrapper(self, func)  # keeps __name__, __doc__ for introspection
         self.func = func
-        self.name = name or func.__name__
+        self.name = name
         summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
         self.description = description if description is not None else summary
         self.parameters = schema_from_signature(func, param_docs)
 
     def invoke(self, arguments: dict) -> str:
-        result = self.func(**arguments)
-        return result if isinstance(result, str) else json.dumps(result, default=str)
+        result = self.func(**_check_arguments(self.parameters, arguments, self.func))
+        if isinstance(result, str):
+            return result
+        if isinstance(result, bytes):
+            return result.decode("utf-8", "replace")
+        return json.dumps(result, default=str)
 
     def __call__(self, *args, **kwargs):
         return self.func(*args, **kwargs)
@@ -98,7 +112,33 @@ def tool(func: Callable | None = None, *, name: str | None = None,
     ``FunctionTool`` of the function (which stays callable as before)."""
     if func is None:
         return lambda f: FunctionTool(f, name=name, description=description)
+    if not callable(func):
+        raise TypeError(f"@tool decorates a function; got {type(func).__name__} (for a "
+                        "name, write @tool(name=...))")
     return FunctionTool(func, name=name, description=description)
+
+
+def _check_arguments(schema: dict, arguments: dict, func: Callable) -> dict:
+    """Refuse arguments whose JSON type does not fit the schema (the model sent
+    ``"five"`` for an int), and turn enum values into the function's Enum members.
+    The ``TypeError`` becomes the ``Error: …`` result the model sees (SPEC R13)."""
+    hints = typing.get_type_hints(func)
+    checked = dict(arguments)
+    for name, value in arguments.items():
+        prop = schema.get("properties", {}).get(name)
+        if prop is None:
+            continue
+        kinds = prop.get("type")
+        kinds = [kinds] if isinstance(kinds, str) else kinds or []
+        if kinds and not any(isinstance(value, _JSON_TYPES[k])
+                             and not (k in ("integer", "number") and isinstance(value, bool))
+                             for k in kinds):
+            raise TypeError(f"argument {name!r} must be {' or '.join(kinds)}, got "
+                            f"{json.dumps(value)[:80]}")
+        hint = hints.get(name)
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            checked[name] = hint(value)
+    return checked
 
 
 # -- JSON schema from a signature ------------------------------------------------------
@@ -118,7 +158,10 @@ def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = No
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = hints.get(param.name, str)
+        annotation = hints.get(param.name)
+        if annotation is None:
+            default = param.default
+            annotation = (type(default) if type(default) in _SCALARS else str)
         try:
             schema = _schema(annotation)
         except TypeError as exc:
@@ -140,6 +183,13 @@ def _schema(annotation: Any) -> dict:
     if annotation in _SCALARS:
         return {"type": _SCALARS[annotation]}
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        values = [member.value for member in annotation]
+        kinds = {_SCALARS.get(type(v)) for v in values}
+        return {"enum": values, **({"type": kinds.pop()} if len(kinds) == 1 else {})}
+    if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+        return {"type": "array", "prefixItems": [_schema(a) for a in args],
+                "minItems": len(args), "maxItems": len(args)}
     if annotation in (list, tuple) or origin in (list, tuple):
         return {"type": "array", "items": _schema(args[0])} if args else {"type": "array"}
     if annotation is dict or origin is dict:

@@ -219,6 +219,19 @@ class ToolApprovalResponse:
     approved: bool
     reason: str | None = None
 
+    def __post_init__(self):
+        # A "no" typed as a string is truthy: refuse anything but a real bool, since
+        # this one field decides whether a risky call runs.
+        if not isinstance(self.approved, bool):
+            raise TypeError(f"ToolApprovalResponse.approved must be True or False, got "
+                            f"{self.approved!r} ({type(self.approved).__name__})")
+        if not isinstance(self.call_id, str):
+            raise TypeError(f"ToolApprovalResponse.call_id must be a str, got "
+                            f"{type(self.call_id).__name__}")
+        if self.reason is not None and not isinstance(self.reason, str):
+            raise TypeError(f"ToolApprovalResponse.reason must be a str or None, got "
+                            f"{type(self.reason).__name__}")
+
 
 @dataclass(frozen=True)
 class AgentRunOptions:
@@ -240,8 +253,12 @@ class AgentRunOptions:
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "tool_approval_responses",
-                           tuple(self.tool_approval_responses))
+        responses = tuple(self.tool_approval_responses)
+        for response in responses:
+            if not isinstance(response, ToolApprovalResponse):
+                raise TypeError("tool_approval_responses must hold ToolApprovalResponse "
+                                f"objects, got {type(response).__name__}")
+        object.__setattr__(self, "tool_approval_responses", responses)
         if self.max_rounds < 1:
             raise ValueError(f"max_rounds must be at least 1, got {self.max_rounds}")
 

@@ -124,7 +124,7 @@ def test_demo_deny_with_reason():
     out = run_demo("--deny", "too dangerous")
     run1, run2 = split_runs(out)
     check_run1(run1)
-    assert "caller: call_2 rejected (reason: too dangerous)" in out
+    assert "caller: call_2 rejected, reason: too dangerous" in out
     assert tool_results(run2) == {
         "call_1": ("echo", "Rejected: User denied"),
         "call_2": ("run_command", "Rejected: too dangerous"),
@@ -163,7 +163,7 @@ def test_demo_without_flag_and_no_terminal_denies():
     check_run1(run1)
     assert "stdin is not a terminal" in out
     assert "Approve run_command" not in out  # never prompted
-    assert "caller: call_2 rejected (reason: none)" in out
+    assert "caller: call_2 rejected without a reason (the model hears 'User denied')" in out
     assert tool_results(run2) == {
         "call_1": ("echo", "Rejected: User denied"),
         "call_2": ("run_command", "Rejected: User denied"),
@@ -256,7 +256,7 @@ def test_demo_on_terminal_deny_with_typed_reason():
     run1, run2 = split_runs(out)
     check_run1(run1)
     assert "stdin is not a terminal" not in out
-    assert "caller: call_2 rejected (reason: not today)" in out
+    assert "caller: call_2 rejected, reason: not today" in out
     assert tool_results(run2) == {
         "call_1": ("echo", "Rejected: User denied"),
         "call_2": ("run_command", "Rejected: not today"),
