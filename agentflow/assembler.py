@@ -272,7 +272,7 @@ class ChunkAssembler:
             self._quirk("no finish_reason")
         reason = _FINISH_REASONS.get(self._raw_finish or "stop", FinishReason.STOP)
         if self._slots and reason is not FinishReason.LENGTH:
-            if reason is not FinishReason.TOOL_CALLS:
+            if reason is not FinishReason.TOOL_CALLS and self._raw_finish is not None:
                 self._quirk(f"finish_reason {self._raw_finish!r} although tools were called")
             reason = FinishReason.TOOL_CALLS
         self.finish_reason = reason

@@ -122,12 +122,12 @@ class OpenAIChatClient:
         body = self.build_request(messages, options, tools)
         response, chunks = self._open(body)
         try:
-            if not self.stream or _is_json(response):
-                # Non-streaming mode, or a server that ignored "stream": true.
-                yield from completion_updates(self._json(response))
-                return
             try:
-                yield from stream_updates(chunks)
+                if not self.stream or _is_json(response):
+                    # Non-streaming mode, or a server that ignored "stream": true.
+                    yield from completion_updates(self._json(chunks))
+                else:
+                    yield from stream_updates(chunks)
             except ProviderError as exc:
                 message = self._scrub(exc.message)
                 kind = response.headers.get("Content-Type", "")
@@ -234,8 +234,8 @@ class OpenAIChatClient:
                        "base_url ends where the API starts (most servers want a /v1 suffix)")
         return type(error)(message, status=status, code=error.code)
 
-    def _json(self, response: requests.Response) -> dict:
-        text = b"".join(self._read(response)).decode("utf-8", "replace")
+    def _json(self, chunks: Iterator[bytes]) -> dict:
+        text = b"".join(chunks).decode("utf-8", "replace")
         try:
             return json.loads(text)
         except ValueError:

@@ -29,6 +29,8 @@ class Reply:
     ``chunks``: optional list of bytes written one at a time with a flush between
     them (and ``delay`` seconds of sleep before each), instead of ``body``.
     ``headers``: extra response headers (dict).
+    ``drop``: close the connection without any response, as a crashed server or a
+    broken proxy does.
     """
 
     body: bytes | str = b""
@@ -37,6 +39,7 @@ class Reply:
     chunks: list[bytes] | None = None
     delay: float = 0.0
     headers: dict = field(default_factory=dict)
+    drop: bool = False
 
 
 @dataclass
@@ -122,6 +125,9 @@ class ReplayServer:
                 self._send(reply)
 
             def _send(self, reply: Reply):
+                if reply.drop:
+                    self.close_connection = True
+                    return
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 for name, value in reply.headers.items():
