@@ -131,9 +131,11 @@ def pending_calls(messages: Sequence[ChatMessage]) -> tuple[int, list[ToolCall],
 
 
 def rejection_text(reason: str | None) -> str:
-    """``Rejected: <reason>``; a missing or blank reason is ``User denied`` (SPEC R7)."""
-    reason = (reason or "").strip()
-    return f"Rejected: {reason or DEFAULT_REJECTION_REASON}"
+    """``Rejected: <reason>``, the reason exactly as given; a missing or blank
+    (whitespace-only) reason is ``User denied`` (SPEC R7)."""
+    if reason is None or not reason.strip():
+        reason = DEFAULT_REJECTION_REASON
+    return f"Rejected: {reason}"
 
 
 class FunctionInvokingChatClient:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import shlex
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,12 +81,15 @@ def normalise_message(message: dict) -> dict:
 
 
 def normalise_updates(updates: list[dict]) -> list[dict]:
-    """Adjacent text (and reasoning) updates join into one; ``tool_call_args`` fold into
-    an ``arguments`` field of their call's ``tool_call_end``."""
+    """Empty text and reasoning updates are dropped; adjacent ones join into one;
+    ``tool_call_args`` fold into an ``arguments`` field of their call's
+    ``tool_call_end``."""
     out: list[dict] = []
     arguments: dict[str, str] = {}
     for update in updates:
         kind = update.get("type")
+        if kind in ("text", "reasoning") and update.get("text") == "":
+            continue
         if kind == "tool_call_args":
             arguments[update["call_id"]] = arguments.get(update["call_id"], "") + update["delta"]
             continue
@@ -127,12 +132,27 @@ def _first_difference(expected, actual, where: str) -> str | None:
     return None
 
 
-def check_request(expected: dict, body) -> str | None:
-    """The first difference between a request the case expects and one received."""
+API_KEY = "sk-conformance"
+
+
+def _shown(value) -> str:
+    return "absent" if value is None else json.dumps(value)[:160]
+
+
+def check_request(expected: dict, request, model: str = "conformance-model") -> str | None:
+    """The first difference between a request the case expects and one received
+    (a ``RecordedRequest``)."""
+    body = request.json
+    if request.path != "/v1/chat/completions":
+        return f"path: expected /v1/chat/completions, got {request.path}"
+    if request.headers.get("authorization") != f"Bearer {API_KEY}":
+        return "authorization: expected the header 'Bearer <api_key from setup>'"
     if not isinstance(body, dict):
         return "the request body is not a JSON object"
     if body.get("stream") is not True:
-        return f"stream: expected true, got {json.dumps(body.get('stream'))}"
+        return f"stream: expected true, got {_shown(body.get('stream'))}"
+    if body.get("model") != model:
+        return f"model: expected {json.dumps(model)}, got {_shown(body.get('model'))}"
     messages = [normalise_message(m) for m in body.get("messages") or []]
     wanted = [normalise_message(m) for m in expected["messages"]]
     found = _first_difference(wanted, messages, "messages")
@@ -141,10 +161,10 @@ def check_request(expected: dict, body) -> str | None:
     if "tools" in expected:
         names = [(t.get("function") or {}).get("name") for t in body.get("tools") or []]
         if names != expected["tools"]:
-            return f"tools: expected {expected['tools']}, got {names}"
+            return f"tools: expected {json.dumps(expected['tools'])}, got {json.dumps(names)}"
     if "tool_choice" in expected and body.get("tool_choice") != expected["tool_choice"]:
-        return (f"tool_choice: expected {json.dumps(expected['tool_choice'])}, "
-                f"got {json.dumps(body.get('tool_choice'))}")
+        return (f"tool_choice: expected {_shown(expected['tool_choice'])}, "
+                f"got {_shown(body.get('tool_choice'))}")
     return None
 
 
@@ -155,6 +175,10 @@ def check_turn(expect: dict, end: dict, updates: list[dict]) -> str | None:
     if wanted_error != (error or {}).get("kind"):
         got = f"{error['kind']}: {error.get('message', '')}"[:300] if error else "no error"
         return f"error: expected {wanted_error or 'no error'}, got {got}"
+    for text in expect.get("error_mentions", []):
+        if text not in (error or {}).get("message", ""):
+            return (f"error.message: expected it to mention {json.dumps(text)}, got "
+                    f"{json.dumps((error or {}).get('message'))[:200]}")
     if "updates" in expect:
         found = _first_difference(expect["updates"], normalise_updates(updates), "updates")
         if found:
@@ -199,15 +223,27 @@ class Adapter:
 
     def __init__(self, command: str, timeout: float = 60.0):
         self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True, bufsize=1)
+                                        stdout=subprocess.PIPE, text=True)
         self.timeout = timeout
+        self.lines: queue.Queue = queue.Queue()
+        # A reader thread lets a silent adapter time out instead of hanging the runner.
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")
 
     def _send(self, message: dict) -> None:
         self.process.stdin.write(json.dumps(message) + "\n")
         self.process.stdin.flush()
 
     def _receive(self) -> dict:
-        line = self.process.stdout.readline()
+        try:
+            line = self.lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self.process.kill()
+            raise Mismatch(f"the adapter sent nothing for {self.timeout:g} s") from None
         if not line:
             raise Mismatch(f"the adapter exited (status {self.process.poll()}) "
                            "without answering")
@@ -246,20 +282,26 @@ class Adapter:
 def run_case(case: dict, make_driver) -> Outcome:
     """Run one case against a fresh driver; the outcome names the first difference."""
     folder = case["_folder"]
-    calls = [call for turn in case["turns"] for call in turn.get("model_calls", [])]
+    calls, where = [], []
+    for turn_number, turn in enumerate(case["turns"], 1):
+        for call_number, call in enumerate(turn.get("model_calls", []), 1):
+            calls.append(call)
+            where.append(f"turn {turn_number}, model call {call_number} "
+                         f"(request {len(calls)} of the case)")
+    model = case.get("model", "conformance-model")
 
     def check(number: int, request) -> str | None:
         if number >= len(calls):
-            return (f"model call {number + 1} was not expected: the case has "
+            return (f"request {number + 1} of the case was not expected: the case has "
                     f"{len(calls)} model call(s)")
-        problem = check_request(calls[number]["request"], request.json)
-        return f"model call {number + 1}: {problem}" if problem else None
+        problem = check_request(calls[number]["request"], request, model)
+        return f"{where[number]}: {problem}" if problem else None
 
     server = ReplayServer([_reply(folder, c["response"]) for c in calls], check=check).start()
     driver = make_driver()
     try:
-        setup = {"type": "setup", "base_url": server.base_url, "api_key": "sk-conformance",
-                 "model": case.get("model", "conformance-model"),
+        setup = {"type": "setup", "base_url": server.base_url, "api_key": API_KEY,
+                 "model": model,
                  "instructions": case.get("instructions"),
                  "tools": case.get("tools", []),
                  "context_providers": case.get("context_providers", [])}
@@ -274,7 +316,7 @@ def run_case(case: dict, make_driver) -> Outcome:
                                        "reload_session": bool(turn.get("reload_session"))})
             served += len(turn.get("model_calls", []))
             if server.mismatches:
-                raise Mismatch(f"turn {number}: {server.mismatches[0]}")
+                raise Mismatch(server.mismatches[0])
             if len(server.requests) != served:
                 raise Mismatch(f"turn {number}: the implementation made "
                                f"{len(server.requests)} model call(s) so far, expected {served}")

@@ -22,7 +22,7 @@ from agentflow.assembler import ChunkAssembler, stream_updates
 from agentflow.errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from agentflow.replay import Reply, chat_stream
 from agentflow.tools import Tool
-from agentflow.types import (Finish, FinishReason, ReasoningDelta, TextDelta,
+from agentflow.types import (Finish, FinishReason, ReasoningDelta, TextDelta, ToolCall,
                              ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult, Usage)
 from test_openai_client import delta, run_body, sse
 
@@ -171,6 +171,28 @@ def test_header_resent_in_full_is_never_concatenated():
     assert ok(body) == [
         ToolCallStart("call_1", "read_file", 0),
         ToolCallArgs("call_1", '{"path":'), ToolCallArgs("call_1", '"a.txt"}'),
+        ToolCallEnd("call_1"),
+        Finish(FinishReason.TOOL_CALLS, None),
+    ]
+    # The assembled turn (what ChunkAssembler reports after the stream) agrees.
+    assembler = ChunkAssembler()
+    list(stream_updates([body], assembler))
+    assert assembler.tool_calls == [ToolCall("call_1", "read_file", '{"path":"a.txt"}')]
+
+
+def test_name_resent_in_full_before_the_id_arrives():
+    """SPEC §6 "`id`, `name` and `type` may be re-sent ... in full: ... never
+    concatenated": the name comes twice before the id does (so the call is not yet
+    announced when it is re-sent); it is announced once, as `read_file`."""
+    body = sse(
+        calls({"index": 0, "type": "function",
+               "function": {"name": "read_file", "arguments": ""}}),
+        calls({"index": 0, "id": "call_1", "type": "function",
+               "function": {"name": "read_file", "arguments": '{"path":"a"}'}}),
+        delta({}, "tool_calls"), "[DONE]")
+    assert ok(body) == [
+        ToolCallStart("call_1", "read_file", 0),
+        ToolCallArgs("call_1", '{"path":"a"}'),
         ToolCallEnd("call_1"),
         Finish(FinishReason.TOOL_CALLS, None),
     ]
