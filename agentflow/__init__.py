@@ -9,7 +9,8 @@ from .errors import (AgentflowError, ApprovalError, IncompleteStreamError,
                      LoopStateError, ProviderError, ProviderTimeoutError)
 from .function_invoking import FunctionInvokingChatClient, LoopEvent, LoopState
 from .openai_client import OpenAIChatClient
-from .session import AgentSession
+from .approvals import ApprovalLedger, AuditRecord, PendingApproval, arguments_digest
+from .session import AgentSession, SessionError, SessionIntegrityError, SessionLockedError
 from .tools import ApprovalRequiredTool, FunctionTool, Tool, tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
                     FinishReason, MessageRole, ReasoningDelta, TextDelta,
@@ -20,7 +21,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentResponseUpdate", "AgentRunOptions", "AgentSession", "AgentflowError",
-    "ApprovalError", "ApprovalRequiredTool", "ChatClientAgent", "ChatMessage", "Context",
+    "ApprovalError", "ApprovalLedger", "ApprovalRequiredTool", "AuditRecord",
+    "PendingApproval", "SessionError", "SessionIntegrityError", "SessionLockedError",
+    "arguments_digest", "ChatClientAgent", "ChatMessage", "Context",
     "ContextProvider", "Finish", "FinishReason", "FunctionInvokingChatClient",
     "FunctionTool", "IncompleteStreamError", "LoopEvent", "LoopState", "LoopStateError",
     "MessageRole", "OpenAIChatClient", "ProviderError", "ProviderTimeoutError",

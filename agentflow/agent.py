@@ -27,18 +27,22 @@ class ChatClientAgent:
             ``ApprovalRequiredTool``.
         context_providers: ``ContextProvider`` objects, run in order (R1).
         options: the default ``AgentRunOptions`` of every run.
+        approval_ttl: seconds an approval request stays valid (``None``: forever); a
+            later answer counts as a rejection with reason ``approval expired``.
     """
 
     def __init__(self, chat_client, *, instructions: str | None = None,
                  tools: Iterable = (), context_providers: Iterable[ContextProvider] = (),
-                 options: AgentRunOptions | None = None):
+                 options: AgentRunOptions | None = None, approval_ttl: float | None = None):
         if isinstance(chat_client, FunctionInvokingChatClient):
-            if list(tools):
-                raise ValueError("give the tools to the FunctionInvokingChatClient, "
-                                 "not to the agent, when you pass one")
+            if list(tools) or approval_ttl is not None:
+                raise ValueError("give tools and approval_ttl to the "
+                                 "FunctionInvokingChatClient, not to the agent, when you "
+                                 "pass one")
             self.chat_client = chat_client
         else:
-            self.chat_client = FunctionInvokingChatClient(chat_client, tools)
+            self.chat_client = FunctionInvokingChatClient(chat_client, tools,
+                                                          approval_ttl=approval_ttl)
         self.instructions = instructions
         self.context_providers = list(context_providers)
         self.options = options or AgentRunOptions()
@@ -96,7 +100,8 @@ class ChatClientAgent:
             session.messages.append(message)
             added.append(message)
 
-        for update in self.chat_client.run(prompt, options, on_message=on_message):
+        for update in self.chat_client.run(prompt, options, on_message=on_message,
+                                           approvals=session.approvals):
             if isinstance(update, Finish):
                 save_input()
             yield update

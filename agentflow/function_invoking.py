@@ -40,8 +40,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import time
 from typing import Callable, Iterable, Iterator, Sequence
 
+from .approvals import ApprovalLedger, arguments_digest
 from .errors import ApprovalError, LoopStateError
 from .tools import FunctionTool, Tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
@@ -147,10 +149,15 @@ class FunctionInvokingChatClient:
             in ``FunctionTool``).
         on_transition: optional callback ``(old: LoopState, event: LoopEvent,
             new: LoopState)`` called on every state change, for tracing.
+        approval_ttl: seconds an approval request stays valid; an answer after that
+            counts as a rejection with reason ``approval expired``. ``None``: forever.
     """
 
-    def __init__(self, inner, tools: Iterable = (), on_transition: Callable | None = None):
+    def __init__(self, inner, tools: Iterable = (), on_transition: Callable | None = None,
+                 approval_ttl: float | None = None):
         self.inner = inner
+        self.approval_ttl = approval_ttl
+        self.clock = time.time  # POSIX seconds; replaceable in tests
         self.tools = [t if isinstance(t, Tool) else FunctionTool(t) for t in tools]
         names = [t.name for t in self.tools]
         doubled = sorted({n for n in names if names.count(n) > 1})
@@ -163,14 +170,16 @@ class FunctionInvokingChatClient:
         return next((t for t in self.tools if t.name == name), None)
 
     def run(self, messages: Sequence[ChatMessage], options: AgentRunOptions | None = None,
-            on_message: Callable[[ChatMessage], None] | None = None
-            ) -> Iterator[AgentResponseUpdate]:
+            on_message: Callable[[ChatMessage], None] | None = None,
+            approvals: ApprovalLedger | None = None) -> Iterator[AgentResponseUpdate]:
         """Run the loop over ``messages`` (the full prompt, oldest first).
 
         Yields the caller-visible updates; the last is always one ``Finish`` whose
         reason is ``STOP``, ``LENGTH``, ``CONTENT_FILTER``, ``AWAITING_APPROVAL`` or
         ``MAX_ROUNDS`` (R9). ``on_message(message)`` receives each new assistant and
-        tool message as its step completes (R10).
+        tool message as its step completes (R10). ``approvals``, the session's
+        ``ApprovalLedger``, binds each decision to the call it was asked for
+        (``approvals.py``); without it only the history is checked.
 
         Raises ``ApprovalError`` (R11) before anything executes, and lets the provider
         client's errors through (``ProviderError`` and its subclasses).
@@ -178,7 +187,8 @@ class FunctionInvokingChatClient:
         options = options or AgentRunOptions()
         machine = LoopMachine(self.on_transition)
         try:
-            yield from self._loop(list(messages), options, machine, on_message or (lambda m: None))
+            yield from self._loop(list(messages), options, machine,
+                                  on_message or (lambda m: None), approvals)
         except BaseException:
             if machine.state not in (LoopState.DONE, LoopState.AWAITING_APPROVAL,
                                      LoopState.FAILED):
@@ -186,9 +196,12 @@ class FunctionInvokingChatClient:
             raise
 
     def _loop(self, messages: list[ChatMessage], options: AgentRunOptions,
-              machine: LoopMachine, on_message) -> Iterator[AgentResponseUpdate]:
+              machine: LoopMachine, on_message, approvals: ApprovalLedger | None
+              ) -> Iterator[AgentResponseUpdate]:
         insert_at, pending, answered = pending_calls(messages)
         responses = _check_responses(options.tool_approval_responses, pending, answered)
+        if approvals is not None:
+            approvals.check(pending, responses)
         orphans = [c for c in pending if c.id in responses and responses[c.id].approved
                    and self._tool(c.name) is None]
         if orphans:
@@ -207,11 +220,16 @@ class FunctionInvokingChatClient:
             outcomes = []
             for call in pending:
                 response = responses.get(call.id)
-                if response is not None and response.approved:
+                if approvals is not None and approvals.awaits(call.id):
+                    may_run, reason = approvals.decide(call, response, self.clock())
+                else:
+                    may_run = response is not None and response.approved
+                    reason = response.reason if response else None
+                if may_run:
                     result, failed = self._invoke(call)
                     outcomes.append(failed)
                 else:
-                    result = rejection_text(response.reason if response else None)
+                    result = rejection_text(reason)
                 message = ChatMessage.tool(result, call.id)
                 messages.insert(insert_at, message)
                 insert_at += 1
@@ -270,9 +288,14 @@ class FunctionInvokingChatClient:
                      if (tool := self._tool(c.name)) is not None and tool.requires_approval()]
             if gated:  # the approval gate (R3): nothing of this turn runs
                 machine.fire(LoopEvent.APPROVAL_NEEDED)
-                for call in gated:
+                now = self.clock()
+                records = [approvals.issue(call, now, self.approval_ttl)
+                           if approvals is not None else None for call in gated]
+                for call, record in zip(gated, records):
                     yield ToolApprovalRequest(call.id, call.name, _parse_or_none(call.arguments),
-                                              self._tool(call.name).description)
+                                              self._tool(call.name).description,
+                                              record.digest if record else
+                                              arguments_digest(call.arguments))
                 yield Finish(FinishReason.AWAITING_APPROVAL, usage)
                 return
 

@@ -1,20 +1,47 @@
-"""``AgentSession``: the conversation history, as plain data (SPEC R15).
+"""``AgentSession``: the conversation history and its approval ledger, as plain data
+(SPEC R15).
 
 A session is what a paused run leaves behind: the messages so far, ending with the
-assistant message whose calls wait for approval. It round-trips through JSON, so a
-run paused in one process can be resumed in another.
+assistant message whose calls wait for approval, and the record of what was put up
+for approval (``approvals.py``). It round-trips through JSON, so a run paused in one
+process can be resumed in another.
+
+On disk: ``save`` writes atomically (a temporary file, then a rename); with
+``secret=...`` the file carries an HMAC-SHA256 signature that ``load`` checks, so an
+edited file is refused. ``AgentSession.open(path)`` holds a lock file while you use
+the session, so two processes cannot resume the same saved run at once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import json
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import Iterator
 
+from .approvals import ApprovalLedger
+from .errors import AgentflowError
 from .types import ChatMessage, ToolCall
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+_READABLE_VERSIONS = (1, 2)  # 1: before the approval ledger
+
+
+class SessionError(AgentflowError):
+    """A saved session could not be used as it is."""
+
+
+class SessionIntegrityError(SessionError):
+    """A saved session's signature is missing, unexpected or wrong: the file was
+    changed after it was signed, or the wrong secret was given."""
+
+
+class SessionLockedError(SessionError):
+    """Another process holds the session's lock file: it is resuming that session."""
 
 
 @dataclass
@@ -24,10 +51,12 @@ class AgentSession:
     ``messages``: list of ``ChatMessage``, oldest first, without the agent's
     instructions (those are added at every run, SPEC R1). ``state``: a JSON-safe dict
     that context providers may use to keep their own data across runs.
+    ``approvals``: the ``ApprovalLedger`` (pending approvals and the audit trail).
     """
 
     messages: list[ChatMessage] = field(default_factory=list)
     state: dict = field(default_factory=dict)
+    approvals: ApprovalLedger = field(default_factory=ApprovalLedger)
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
@@ -36,36 +65,50 @@ class AgentSession:
         from .function_invoking import pending_calls
         return pending_calls(self.messages)[1]
 
+    @property
+    def audit(self) -> list:
+        """The decisions taken so far (``AuditRecord`` objects), oldest first."""
+        return list(self.approvals.audit)
+
     def to_dict(self) -> dict:
-        """A JSON-safe dict: ``{"schema_version": 1, "messages": [OpenAI message
-        dicts], "state": {...}}``."""
+        """A JSON-safe dict: ``{"schema_version": 2, "messages": [OpenAI message
+        dicts], "state": {...}, "approvals": {"pending": [...], "audit": [...]}}``."""
         return {"schema_version": SCHEMA_VERSION,
                 "messages": [m.to_openai() for m in self.messages],
-                "state": self.state}
+                "state": self.state,
+                "approvals": self.approvals.to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentSession":
-        """The inverse of ``to_dict``. Raises ``ValueError`` for a missing or newer
-        ``schema_version``."""
+        """The inverse of ``to_dict``. Raises ``ValueError`` for an unknown
+        ``schema_version``. A version-1 session has no approval ledger: its pending
+        calls can only be rejected."""
         version = data.get("schema_version") if isinstance(data, dict) else None
-        if version != SCHEMA_VERSION:
+        if version not in _READABLE_VERSIONS:
             raise ValueError(f"unsupported session schema_version {version!r}; this "
-                             f"agentflow reads version {SCHEMA_VERSION}")
+                             f"agentflow reads versions {_READABLE_VERSIONS}")
         return cls(messages=[ChatMessage.from_openai(m) for m in data.get("messages", [])],
-                   state=dict(data.get("state") or {}))
+                   state=dict(data.get("state") or {}),
+                   approvals=ApprovalLedger.from_dict(data.get("approvals")))
 
-    def save(self, path) -> None:
+    # -- files -------------------------------------------------------------------------
+
+    def save(self, path, secret: str | bytes | None = None) -> None:
         """Write the session as JSON to ``path`` atomically: a temporary file in the
-        same folder, then a rename, so a crash never leaves half a file (SPEC R10)."""
+        same folder, then a rename, so a crash never leaves half a file (SPEC R10).
+        With ``secret``, add an HMAC-SHA256 ``signature`` over the content."""
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"cannot save the session to {path}: the folder "
                                     f"{folder} does not exist")
+        data = self.to_dict()
+        if secret is not None:
+            data["signature"] = {"alg": "HMAC-SHA256", "value": _sign(data, secret)}
         fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self.to_dict(), handle, ensure_ascii=False, indent=1)
+                json.dump(data, handle, ensure_ascii=False, indent=1)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
@@ -75,15 +118,112 @@ class AgentSession:
             raise
 
     @classmethod
-    def load(cls, path) -> "AgentSession":
-        """Read a session written by ``save``. Raises ``OSError`` when the file
-        cannot be read and ``ValueError`` when it is not a session."""
+    def load(cls, path, secret: str | bytes | None = None) -> "AgentSession":
+        """Read a session written by ``save``.
+
+        Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is not
+        a session, and ``SessionIntegrityError`` when its signature does not verify
+        with ``secret``, when it is signed and no ``secret`` is given, or when a
+        ``secret`` is given and it is not signed.
+        """
+        path = os.fspath(path)
         with open(path, encoding="utf-8") as handle:
             try:
                 data = json.load(handle)
             except ValueError as exc:
-                raise ValueError(f"{os.fspath(path)} is not a saved session: {exc}") from None
+                raise ValueError(f"{path} is not a saved session: {exc}") from None
+        if isinstance(data, dict):
+            _verify(path, data, secret)
         try:
             return cls.from_dict(data)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{os.fspath(path)} is not a saved session: {exc}") from None
+            raise ValueError(f"{path} is not a saved session: {exc}") from None
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, path, secret: str | bytes | None = None) -> Iterator["AgentSession"]:
+        """``with AgentSession.open(path) as session:`` — lock, load (or start empty
+        when the file does not exist), and save on the way out, also after an error
+        (the session then holds every completed step, SPEC R10).
+
+        The lock is an OS lock on ``path + ".lock"``, released when the block ends or
+        the process dies. Raises ``SessionLockedError`` at once when another process
+        holds it, so two processes can never resume the same paused run together.
+        """
+        path = os.fspath(path)
+        with _FileLock(path + ".lock"):
+            session = cls.load(path, secret) if os.path.exists(path) else cls()
+            try:
+                yield session
+            finally:
+                session.save(path, secret)
+
+
+def _canonical(data: dict) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8")
+
+
+def _sign(data: dict, secret: str | bytes) -> str:
+    key = secret.encode("utf-8") if isinstance(secret, str) else secret
+    return hmac.new(key, _canonical(data), hashlib.sha256).hexdigest()
+
+
+def _verify(path: str, data: dict, secret) -> None:
+    signature = data.pop("signature", None)
+    if signature is None:
+        if secret is not None:
+            raise SessionIntegrityError(f"{path} is not signed, but a secret was given; "
+                                        "refusing an unsigned session")
+        return
+    if secret is None:
+        raise SessionIntegrityError(f"{path} is signed; pass secret=... to load it")
+    value = signature.get("value") if isinstance(signature, dict) else None
+    if not isinstance(value, str) or not hmac.compare_digest(value, _sign(data, secret)):
+        raise SessionIntegrityError(
+            f"{path} was modified after it was signed (or the secret is wrong); refusing "
+            "to load it. Restore the file as saved, or start a new session.")
+
+
+class _FileLock:
+    """An exclusive, non-blocking OS lock on a file, held while the block runs."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> "_FileLock":
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            _lock(fd)
+        except OSError:
+            os.close(fd)
+            raise SessionLockedError(
+                f"{self.path[:-5]} is in use by another process (it holds {self.path}); "
+                "wait for that run to finish, then try again") from None
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            _unlock(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+try:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+except ImportError:  # Windows
+    import msvcrt
+
+    def _lock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)

@@ -187,13 +187,15 @@ class ToolApprovalRequest(AgentResponseUpdate):
     """A call that waits for the caller's decision (SPEC R3).
 
     ``arguments`` is the parsed JSON value, or ``None`` when the model's text is not
-    valid JSON; ``description`` is the tool's description.
+    valid JSON; ``description`` is the tool's description; ``digest`` is the SHA-256
+    (hex) of the canonical arguments the decision is bound to (``approvals.py``).
     """
 
     call_id: str
     name: str
     arguments: Any
     description: str
+    digest: str = ""
 
 
 @dataclass
@@ -213,11 +215,16 @@ class ToolApprovalResponse:
 
     ``reason`` (str or None) is sent to the model on rejection as
     ``Rejected: <reason>`` (SPEC R7); ignored when ``approved`` is true.
+    ``digest`` (optional): the ``ToolApprovalRequest.digest`` the human saw; when given
+    it must match, so a decision cannot be applied to other arguments.
+    ``approver`` (optional): who decided, kept in the session's audit trail.
     """
 
     call_id: str
     approved: bool
     reason: str | None = None
+    digest: str | None = None
+    approver: str | None = None
 
     def __post_init__(self):
         # A "no" typed as a string is truthy: refuse anything but a real bool, since
@@ -228,9 +235,11 @@ class ToolApprovalResponse:
         if not isinstance(self.call_id, str):
             raise TypeError(f"ToolApprovalResponse.call_id must be a str, got "
                             f"{type(self.call_id).__name__}")
-        if self.reason is not None and not isinstance(self.reason, str):
-            raise TypeError(f"ToolApprovalResponse.reason must be a str or None, got "
-                            f"{type(self.reason).__name__}")
+        for name in ("reason", "digest", "approver"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"ToolApprovalResponse.{name} must be a str or None, got "
+                                f"{type(value).__name__}")
 
 
 @dataclass(frozen=True)

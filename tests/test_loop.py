@@ -1,5 +1,6 @@
 """The approval flow, rule by rule (SPEC §4–§5), over real HTTP to a replay server."""
 
+import hashlib
 import json
 
 import pytest
@@ -128,8 +129,10 @@ def test_r3_gate_emits_requests_persists_the_turn_and_runs_nothing(make_agent):
     session = AgentSession()
     updates = collect(agent.run("free some disk space", session))
     requests = [u for u in updates if isinstance(u, ToolApprovalRequest)]
+    # the digest binds the decision to the canonical arguments (issue 5)
+    digest = hashlib.sha256(b'{"command":"rm -rf /"}').hexdigest()
     assert requests == [ToolApprovalRequest("call_2", "run_command", {"command": "rm -rf /"},
-                                            "Run a shell command.")]
+                                            "Run a shell command.", digest)]
     assert finish_of(updates).finish_reason is FinishReason.AWAITING_APPROVAL
     assert finish_of(updates).usage == Usage(10, 5, 15)
     assert tools.calls == []  # not even the sibling echo ran
@@ -418,16 +421,16 @@ def test_r11_responses_to_a_session_that_is_not_paused(make_agent):
 
 
 def test_r12_a_call_with_a_result_is_never_executed_again(make_agent):
-    """A history where one of two calls was already answered (say, the process died
-    between two results): resuming approves both ids, but only the unanswered one may
-    be named, and only it runs."""
+    """A history where one of two calls was already answered (a run that stopped between
+    two results): a response naming both ids is refused, since c1 has a result; naming
+    only the unanswered one runs only it."""
     tools = Counter()
     agent, _ = make_agent([FINAL], tools=tools.all)
-    session = AgentSession(messages=[
-        ChatMessage.user("go"),
-        ChatMessage.assistant(None, [ToolCall_("c1", "run_command", args(command="a")),
-                                     ToolCall_("c2", "run_command", args(command="b"))]),
-        ChatMessage.tool("ran a", "c1")])
+    c1 = ToolCall_("c1", "run_command", args(command="a"))
+    c2 = ToolCall_("c2", "run_command", args(command="b"))
+    session = AgentSession(messages=[ChatMessage.user("go"), ChatMessage.assistant(None, [c1, c2]),
+                                     ChatMessage.tool("ran a", "c1")])
+    session.approvals.issue(c2, now=0)
     with pytest.raises(ApprovalError):
         resume(agent, session, [ToolApprovalResponse("c1", True), ToolApprovalResponse("c2", True)])
     assert tools.calls == []

@@ -80,7 +80,8 @@ def test_errors_are_exceptions():
 
 def test_update_types_are_dataclasses_of_the_base():
     """SPEC §3: ``AgentResponseUpdate`` is the base class of the updates; they are plain
-    dataclasses with the listed fields, in order."""
+    dataclasses with the listed fields, in order (``digest`` added by issue 5: the
+    arguments a decision is bound to)."""
     expected = {
         "TextDelta": ["text"],
         "ReasoningDelta": ["text"],
@@ -88,7 +89,7 @@ def test_update_types_are_dataclasses_of_the_base():
         "ToolCallArgs": ["call_id", "delta"],
         "ToolCallEnd": ["call_id"],
         "ToolResult": ["call_id", "name", "result"],
-        "ToolApprovalRequest": ["call_id", "name", "arguments", "description"],
+        "ToolApprovalRequest": ["call_id", "name", "arguments", "description", "digest"],
         "Finish": ["finish_reason", "usage"],
     }
     for name, fields in expected.items():

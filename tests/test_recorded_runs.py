@@ -1,6 +1,7 @@
 """The approval flow end to end on recorded multi-turn provider sequences (issue 4):
 one tool of each recording wrapped in ApprovalRequiredTool; pause, approve, resume."""
 
+import hashlib
 import json
 
 from helpers_streams import streams_dir
@@ -38,7 +39,8 @@ def test_openrouter_kimi_header_twice_then_final_text():
         first = list(agent.run("What is the current llm version?", session))
         requests = [u for u in first if isinstance(u, ToolApprovalRequest)]
         assert requests == [ToolApprovalRequest("0", "llm_version", {},
-                                                "Return the installed version of llm")]
+                                                "Return the installed version of llm",
+                                                hashlib.sha256(b"{}").hexdigest())]
         assert first[-1].finish_reason is FinishReason.AWAITING_APPROVAL
         assert ran == []
         second = list(agent.run([], session, approve(requests)))
