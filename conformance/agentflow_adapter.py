@@ -81,7 +81,8 @@ def update_to_json(update) -> dict:
                 "result": update.result}
     if isinstance(update, ToolApprovalRequest):
         return {"type": "approval_request", "call_id": update.call_id, "name": update.name,
-                "arguments": update.arguments, "description": update.description}
+                "arguments": update.arguments, "description": update.description,
+                "digest": update.digest}
     if isinstance(update, Finish):
         usage = update.usage
         return {"type": "finish", "finish_reason": update.finish_reason.value,
@@ -115,7 +116,8 @@ class CaseDriver:
             self.session = AgentSession.from_dict(json.loads(json.dumps(self.session.to_dict())))
         options = AgentRunOptions(**{k: v for k, v in (message.get("options") or {}).items()
                                      if k in _OPTION_NAMES})
-        responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"))
+        responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"),
+                                          a.get("digest"), a.get("approver"))
                      for a in message.get("approvals", [])]
         if responses:
             options = options.with_tool_approval_responses(responses)
