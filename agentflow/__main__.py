@@ -2,6 +2,7 @@
 
     agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
+    agentflow replay CASE [--trace | --mermaid]    run a conformance case, show the flow
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ def main(argv=None) -> int:
         "inspect-stream", help="print what a recorded SSE body assembles to, and the "
                                "provider quirks it needed")
     inspect.add_argument("file", help="a text/event-stream body; - reads standard input")
+    replay = commands.add_parser(
+        "replay", help="run a conformance case against agentflow and print its updates")
+    replay.add_argument("case", help="a case id from conformance/cases, or the path of a case .json")
+    how = replay.add_mutually_exclusive_group()
+    how.add_argument("--trace", action="store_true", help="also print each LoopState transition")
+    how.add_argument("--mermaid", action="store_true",
+                     help="print a Mermaid sequence diagram of the run instead")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -33,6 +41,13 @@ def main(argv=None) -> int:
 
 
 def _dispatch(args) -> int:
+    if args.command == "replay":
+        from .cases import replay
+        try:
+            return replay(args.case, trace=args.trace, mermaid=args.mermaid)
+        except FileNotFoundError as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 2
     if args.command == "inspect-stream":
         from .inspect_stream import inspect_stream
         if args.file == "-":

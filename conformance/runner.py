@@ -15,7 +15,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentflow.replay import Reply, ReplayServer
+from agentflow.cases import case_replies
+from agentflow.replay import ReplayServer
 
 CASES = Path(__file__).resolve().parent / "cases"
 
@@ -42,16 +43,6 @@ def load_cases(folder: Path = CASES) -> list[dict]:
         case["_folder"] = path.parent
         cases.append(case)
     return cases
-
-
-def _reply(folder: Path, response) -> Reply:
-    if isinstance(response, str):
-        return Reply((folder / response).read_bytes())
-    body = response.get("body", "")
-    if "json" in response:
-        body = json.dumps(response["json"])
-    return Reply(body, status=response.get("status", 200),
-                 content_type=response.get("content_type", "application/json"))
 
 
 # -- normalising and comparing -----------------------------------------------------------
@@ -203,7 +194,7 @@ class InProcess:
     """agentflow, called directly."""
 
     def __init__(self):
-        from .agentflow_adapter import CaseDriver
+        from agentflow.cases import CaseDriver
         self.driver = CaseDriver()
 
     def setup(self, message: dict) -> dict:
@@ -281,7 +272,6 @@ class Adapter:
 
 def run_case(case: dict, make_driver) -> Outcome:
     """Run one case against a fresh driver; the outcome names the first difference."""
-    folder = case["_folder"]
     calls, where = [], []
     for turn_number, turn in enumerate(case["turns"], 1):
         for call_number, call in enumerate(turn.get("model_calls", []), 1):
@@ -297,7 +287,7 @@ def run_case(case: dict, make_driver) -> Outcome:
         problem = check_request(calls[number]["request"], request, model)
         return f"{where[number]}: {problem}" if problem else None
 
-    server = ReplayServer([_reply(folder, c["response"]) for c in calls], check=check).start()
+    server = ReplayServer(case_replies(case), check=check).start()
     driver = make_driver()
     try:
         setup = {"type": "setup", "base_url": server.base_url, "api_key": API_KEY,
