@@ -1,5 +1,6 @@
 """The agentflow command.
 
+    agentflow chat [MESSAGE] [options]             chat with an OpenAI-compatible endpoint
     agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow replay CASE [--trace | --mermaid]    run a conformance case, show the flow
@@ -15,6 +16,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="agentflow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
+    from .chat import add_arguments
+    chat = commands.add_parser(
+        "chat", help="chat with any OpenAI-compatible endpoint; approve tool calls at a prompt",
+        description=_chat_doc(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(chat)
     demo = commands.add_parser(
         "demo", help="the approval flow over real HTTP against a built-in replay server")
     decision = demo.add_mutually_exclusive_group()
@@ -40,7 +46,15 @@ def main(argv=None) -> int:
         return 130
 
 
+def _chat_doc() -> str:
+    from . import chat
+    return chat.__doc__
+
+
 def _dispatch(args) -> int:
+    if args.command == "chat":
+        from .chat import main as chat_main
+        return chat_main(args)
     if args.command == "replay":
         from .cases import replay
         try:

@@ -1,0 +1,123 @@
+"""The tools of ``agentflow chat``: run a command and write a file (both wait for
+approval), read a file and list a folder (both capped in size).
+
+Each tool's ``preview(arguments)`` is what the approval prompt shows besides the
+arguments: the exact command line, or the diff a write would make.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+
+from .tools import ApprovalRequiredTool, FunctionTool, Tool
+
+BUILTIN_NAMES = ("run_command", "read_file", "list_dir", "write_file")
+
+
+def _cap(data: bytes, limit: int) -> str:
+    text = data[:limit].decode("utf-8", "replace")
+    if len(data) > limit:
+        text += f"\n[... {len(data) - limit} more bytes cut: the output cap is {limit} bytes]"
+    return text
+
+
+class _Previewed(ApprovalRequiredTool):
+    def __init__(self, tool: Tool, preview):
+        super().__init__(tool)
+        self._preview = preview
+
+    def preview(self, arguments: dict) -> str | None:
+        try:
+            return self._preview(arguments)
+        except (KeyError, TypeError, OSError) as exc:
+            return f"(no preview: {exc})"
+
+
+def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
+                  output_cap: int = 16_000, read_cap: int = 64_000,
+                  list_cap: int = 500) -> list[Tool]:
+    """The built-in tools named in ``names`` (an iterable of ``BUILTIN_NAMES``).
+
+    ``command_timeout``: seconds a command may run before it is killed.
+    ``output_cap``: bytes of a command's output sent to the model.
+    ``read_cap``: bytes of a file ``read_file`` returns. ``list_cap``: entries
+    ``list_dir`` returns. Raises ``ValueError`` for an unknown name.
+    """
+
+    def run_command(command: str) -> str:
+        """Run a shell command on this machine and return its exit status and output.
+
+        Args:
+            command: the command line, run by the system shell.
+        """
+        try:
+            done = subprocess.run(command, shell=True, capture_output=True,
+                                  timeout=command_timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            output = (exc.stdout or b"") + (exc.stderr or b"")
+            return (f"timed out after {command_timeout:g} s (killed)\n"
+                    + _cap(output, output_cap))
+        return f"exit status {done.returncode}\n" + _cap(done.stdout + done.stderr, output_cap)
+
+    def read_file(path: str) -> str:
+        """Read a text file.
+
+        Args:
+            path: the file's path.
+        """
+        with open(path, "rb") as handle:
+            data = handle.read(read_cap + 1)
+        return _cap(data, read_cap)
+
+    def list_dir(path: str = ".") -> str:
+        """List a folder: one entry a line, folders ending in '/'.
+
+        Args:
+            path: the folder's path.
+        """
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+        lines = [e.name + ("/" if e.is_dir() else "") for e in entries[:list_cap]]
+        if len(entries) > list_cap:
+            lines.append(f"[... {len(entries) - list_cap} more entries]")
+        return "\n".join(lines) or "(empty)"
+
+    def write_file(path: str, content: str) -> str:
+        """Write a text file, replacing what it held.
+
+        Args:
+            path: the file's path.
+            content: the whole new content.
+        """
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
+
+    def command_preview(arguments: dict) -> str:
+        return f"$ {arguments['command']}"
+
+    def write_preview(arguments: dict) -> str:
+        path, new = arguments["path"], arguments["content"]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                old = handle.read()
+        except FileNotFoundError:
+            old, label = "", "(new file)"
+        else:
+            label = path
+        diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                    fromfile=label, tofile=path)
+        return "".join(diff) or f"(no change to {path})"
+
+    made = {
+        "run_command": _Previewed(FunctionTool(run_command), command_preview),
+        "read_file": FunctionTool(read_file),
+        "list_dir": FunctionTool(list_dir),
+        "write_file": _Previewed(FunctionTool(write_file), write_preview),
+    }
+    unknown = [n for n in names if n not in made]
+    if unknown:
+        raise ValueError(f"unknown tool(s) {', '.join(unknown)}; the built-in tools are "
+                         f"{', '.join(BUILTIN_NAMES)}")
+    return [made[n] for n in names]
