@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import subprocess
 
 from .tools import ApprovalRequiredTool, FunctionTool, Tool
@@ -16,11 +17,20 @@ from .tools import ApprovalRequiredTool, FunctionTool, Tool
 BUILTIN_NAMES = ("run_command", "read_file", "list_dir", "write_file")
 
 
-def _cap(data: bytes, limit: int) -> str:
+def _cap(data: bytes, limit: int, total: int | None = None, what: str = "output cap") -> str:
+    """``data`` cut to ``limit`` bytes, saying how many of ``total`` were cut."""
+    total = len(data) if total is None else total
     text = data[:limit].decode("utf-8", "replace")
-    if len(data) > limit:
-        text += f"\n[... {len(data) - limit} more bytes cut: the output cap is {limit} bytes]"
+    if total > limit:
+        text += f"\n[... {total - limit} more bytes cut: the {what} is {limit} bytes]"
     return text
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, AttributeError):
+        process.kill()
 
 
 class _Previewed(ApprovalRequiredTool):
@@ -52,14 +62,17 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         Args:
             command: the command line, run by the system shell.
         """
+        # Its own session (process group), so a timeout kills everything it started.
+        process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
         try:
-            done = subprocess.run(command, shell=True, capture_output=True,
-                                  timeout=command_timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or b"") + (exc.stderr or b"")
-            return (f"timed out after {command_timeout:g} s (killed)\n"
-                    + _cap(output, output_cap))
-        return f"exit status {done.returncode}\n" + _cap(done.stdout + done.stderr, output_cap)
+            output, _ = process.communicate(timeout=command_timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            output, _ = process.communicate()
+            return f"timed out after {command_timeout:g} s (killed)\n" + _cap(output, output_cap)
+        return f"exit status {process.returncode}\n" + _cap(output, output_cap)
 
     def read_file(path: str) -> str:
         """Read a text file.
@@ -68,8 +81,9 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
             path: the file's path.
         """
         with open(path, "rb") as handle:
-            data = handle.read(read_cap + 1)
-        return _cap(data, read_cap)
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(read_cap)
+        return _cap(data, read_cap, max(size, len(data)), "read cap")
 
     def list_dir(path: str = ".") -> str:
         """List a folder: one entry a line, folders ending in '/'.

@@ -19,6 +19,7 @@ import contextlib
 import getpass
 import json
 import os
+import shlex
 import sys
 
 from .agent import ChatClientAgent
@@ -32,6 +33,13 @@ from .types import (AgentRunOptions, Finish, FinishReason, ReasoningDelta, TextD
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 ALWAYS = "always_approve"  # session.state key: tools approved for the rest of the session
+SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with
+_REMEMBERED = {"base_url": None, "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
+               "system": None, "tools": ",".join(BUILTIN_NAMES), "max_rounds": 40}
+
+
+class UsageError(ValueError):
+    """The command line asks for something impossible (exit status 2)."""
 
 
 class Quit(Exception):
@@ -42,17 +50,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("message", nargs="?", help="send this one message and stop (no prompt)")
     parser.add_argument("--base-url", help="the API root, e.g. http://localhost:11434/v1 "
                                            "(default: $OPENAI_BASE_URL, else OpenAI)")
-    parser.add_argument("--model", default=os.environ.get("AGENTFLOW_MODEL", "gpt-4o-mini"),
-                        help="model name (default: $AGENTFLOW_MODEL or gpt-4o-mini)")
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+    parser.add_argument("--model", help="model name (default gpt-4o-mini)")
+    parser.add_argument("--api-key-env", metavar="VAR",
                         help="environment variable holding the API key (default OPENAI_API_KEY)")
     parser.add_argument("--system", metavar="TEXT", help="the system prompt")
     parser.add_argument("--session", metavar="FILE",
-                        help="keep the conversation in FILE (locked, saved after every step)")
-    parser.add_argument("--tools", default=",".join(BUILTIN_NAMES), metavar="NAMES",
+                        help="keep the conversation in FILE (locked, saved after every step); "
+                             "it remembers the options above, so a later run needs only this")
+    parser.add_argument("--tools", metavar="NAMES",
                         help=f"comma-separated built-in tools, or 'none' (default: all: "
                              f"{', '.join(BUILTIN_NAMES)})")
-    parser.add_argument("--max-rounds", type=int, default=40, help="rounds per run (default 40)")
+    parser.add_argument("--max-rounds", type=int, help="rounds per run (default 40)")
     parser.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="run_command is killed after this many seconds (default 30)")
     parser.add_argument("--output-cap", type=int, default=16_000, metavar="BYTES",
@@ -75,15 +83,24 @@ class Chat:
         self.session = session
         self.out = out or sys.stdout
         self.interactive = interactive
-        names = [] if args.tools.strip() in ("", "none") else \
-            [n.strip() for n in args.tools.split(",") if n.strip()]
-        tools = builtin_tools(names, command_timeout=args.command_timeout,
-                              output_cap=args.output_cap)
+        # Flags win; then what the session was started with; then the defaults.
+        remembered = session.state.get(SETTINGS) or {}
+        settings = {name: getattr(args, name) if getattr(args, name) is not None
+                    else remembered.get(name, default) for name, default in _REMEMBERED.items()}
+        session.state[SETTINGS] = settings
+        names = [] if settings["tools"].strip() in ("", "none") else \
+            [n.strip() for n in settings["tools"].split(",") if n.strip()]
+        try:
+            tools = builtin_tools(names, command_timeout=args.command_timeout,
+                                  output_cap=args.output_cap)
+        except ValueError as exc:
+            raise UsageError(f"--tools: {exc}") from None
         self.tools = {t.name: t for t in tools}
-        client = OpenAIChatClient(args.model, base_url=args.base_url,
-                                  api_key=os.environ.get(args.api_key_env) or "")
-        self.agent = ChatClientAgent(client, instructions=args.system, tools=tools)
-        self.options = AgentRunOptions(max_rounds=args.max_rounds)
+        client = OpenAIChatClient(settings["model"], base_url=settings["base_url"],
+                                  api_key=os.environ.get(settings["api_key_env"]) or "")
+        client.key_source = f"the {settings['api_key_env']} environment variable (--api-key-env)"
+        self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools)
+        self.options = AgentRunOptions(max_rounds=settings["max_rounds"])
 
     # -- output ----------------------------------------------------------------------------
 
@@ -219,14 +236,16 @@ class Chat:
 
     def paused(self) -> int:
         pending = [r.call_id for r in self.session.approvals.pending]
-        where = (f"agentflow chat --session {self.args.session} --respond "
-                 f"{pending[0] if pending else 'CALL_ID'}=yes" if self.args.session else
-                 "(no --session was given, so this pause cannot be resumed later)")
         if self.args.json:
             self.emit_json({"type": "paused", "pending": pending})
+            return EXIT_PAUSED
+        waiting = f"paused: {len(pending)} call(s) wait for approval ({', '.join(pending)})."
+        if self.args.session:
+            self.say(f"{waiting} Resume with: agentflow chat --session "
+                     f"{shlex.quote(self.args.session)} --respond "
+                     f"{pending[0] if pending else 'CALL_ID'}=yes")
         else:
-            self.say(f"paused: {len(pending)} call(s) wait for approval ({', '.join(pending)}). "
-                     f"Resume with: {where}")
+            self.say(f"{waiting} Without --session FILE this pause cannot be resumed later.")
         return EXIT_PAUSED
 
     def pending_requests(self) -> list[ToolApprovalRequest]:
@@ -254,7 +273,7 @@ class Chat:
             call_id, sep, answer = item.partition("=")
             verdict, _, reason = answer.partition(":")
             if not sep or verdict.strip().lower() not in ("yes", "y", "no", "n"):
-                raise ValueError(f"--respond {item!r}: write CALL_ID=yes or CALL_ID=no[:REASON]")
+                raise UsageError(f"--respond {item!r}: write CALL_ID=yes or CALL_ID=no[:REASON]")
             approved = verdict.strip().lower() in ("yes", "y")
             responses.append(ToolApprovalResponse(call_id.strip(), approved,
                                                   None if approved else (reason or None),
@@ -278,7 +297,7 @@ class Chat:
         if self.args.message is not None:
             return self.converse([self.args.message])
         if not self.interactive:
-            raise ValueError("no message given and standard input is not a terminal: "
+            raise UsageError("no message given and standard input is not a terminal: "
                              "pass the message as an argument")
         return self.repl()
 
@@ -324,6 +343,9 @@ def main(args) -> int:
                 return Chat(args, session, interactive=interactive).main()
             except KeyboardInterrupt:
                 return EXIT_INTERRUPTED
+    except UsageError as exc:
+        print(f"agentflow: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except (AgentflowError, ValueError, OSError) as exc:
         if args.debug:
             raise

@@ -60,6 +60,8 @@ class OpenAIChatClient:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.headers = dict(headers or {})
+        # where the key comes from, for the hint of an authentication error
+        self.key_source = "api_key=... or the OPENAI_API_KEY environment variable"
         self.stream = stream
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
@@ -228,7 +230,7 @@ class OpenAIChatClient:
         stop = "" if message.endswith(".") else "."
         if status in (401, 403):
             message = (f"authentication failed at {self.url}: {message}{stop} Check the API "
-                       "key (api_key=... or the OPENAI_API_KEY environment variable)")
+                       f"key ({self.key_source})")
         elif status == 404:
             message = (f"{message}{stop} URL: {self.url}. Check the model name, and that "
                        "base_url ends where the API starts (most servers want a /v1 suffix)")

@@ -1,0 +1,809 @@
+"""End-to-end tests of ``agentflow chat`` and ``agentflow replay`` (issue 6).
+
+Every test runs the real command in a subprocess (``sys.executable -m agentflow``)
+against a loopback ``ReplayServer`` over real HTTP, and checks what a user sees
+(exit status, the text on the terminal or stdout/stderr), what the server received
+(the requests the model would see) and the saved session file.
+
+Interactive tests go through a real pseudo-terminal (``tests/helpers_pty.py``) that
+is the child's controlling terminal, so typed answers, echo and Ctrl-C behave as on
+a user's terminal. Nothing here asserts on timing: a reader waits for an expected
+prompt, and timeouts only stop a broken run from hanging the suite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.session import AgentSession
+
+from helpers_pty import PtyProcess
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TIMEOUT = 120  # seconds; only against hangs
+KEY = "sk-test-0123456789abcdef"  # the key every child gets in OPENAI_API_KEY
+USER = "tester"  # the approver name the child's getpass.getuser() returns
+
+RUN_COMMAND_DESCRIPTION = ("Run a shell command on this machine and return its exit "
+                           "status and output.")
+WRITE_FILE_DESCRIPTION = "Write a text file, replacing what it held."
+ALL_TOOLS = ["run_command", "read_file", "list_dir", "write_file"]
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+@pytest.fixture
+def server():
+    """A running ``ReplayServer`` with an empty queue; ``server.queue(...)`` fills it."""
+    replay = ReplayServer().start()
+    yield replay
+    replay.stop()
+
+
+def child_env(**extra) -> dict:
+    """The child's environment: no stray OpenAI/agentflow settings from the outer
+    shell, a known user name (the approver in the audit trail), UTF-8 output, and a
+    default base URL that refuses connections, so that no test can ever reach a real
+    provider by accident."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "AGENTFLOW_"))}
+    env.update(USER=USER, LOGNAME=USER, PYTHONIOENCODING="utf-8", TERM="dumb",
+               OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    env.update(extra)
+    return env
+
+
+def run_chat(*args, cwd, env=None, command="chat") -> subprocess.CompletedProcess:
+    """``python -m agentflow chat ARGS`` with no terminal (stdin is /dev/null)."""
+    return subprocess.run([sys.executable, "-m", "agentflow", command, *args], cwd=cwd,
+                          env=env or child_env(), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, encoding="utf-8",
+                          timeout=TIMEOUT)
+
+
+def pty_chat(*args, cwd, env=None) -> PtyProcess:
+    """``python -m agentflow chat ARGS`` on a pseudo-terminal."""
+    return PtyProcess(["chat", *args], cwd=cwd, env=env or child_env())
+
+
+def calls_reply(*calls, text: str = "") -> bytes:
+    """A streamed model turn calling ``calls``: ``(call_id, tool, arguments dict)``."""
+    return chat_stream(text=text, tool_calls=[(i, n, json.dumps(a)) for i, n, a in calls])
+
+
+def digest(arguments: dict) -> str:
+    """SHA-256 of the canonical JSON of ``arguments`` (the approval digest)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def tool_names(request) -> list[str]:
+    return [t["function"]["name"] for t in request.json.get("tools", [])]
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def assistant(text, *calls) -> dict:
+    message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [{"id": i, "type": "function",
+                                  "function": {"name": n, "arguments": json.dumps(a)}}
+                                 for i, n, a in calls]
+    return message
+
+
+def tool_message(call_id: str, content: str) -> dict:
+    return {"role": "tool", "content": content, "tool_call_id": call_id}
+
+
+def saved(path) -> dict:
+    """The saved session file as JSON, after checking that ``AgentSession.load``
+    accepts it."""
+    AgentSession.load(path)
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
+def audit_summary(session_json: dict) -> list[tuple]:
+    """(call_id, tool, digest, outcome, reason, approver) per audit record."""
+    return [(r["call_id"], r["tool"], r["digest"], r["outcome"], r["reason"], r["approver"])
+            for r in session_json["approvals"]["audit"]]
+
+
+def run_command_block(call_id: str, command: str) -> str:
+    """What the approval prompt shows for ``run_command(command)``."""
+    return (f"── approval needed ── {call_id}\n"
+            "tool:        run_command\n"
+            f"description: {RUN_COMMAND_DESCRIPTION}\n"
+            "arguments:\n"
+            "  {\n"
+            f"    \"command\": {json.dumps(command)}\n"
+            "  }\n"
+            f"$ {command}\n"
+            "approve? [y]es, [n]o, [a]lways run_command, [q]uit: ")
+
+
+# == 1. the interactive approval prompt ====================================================
+
+def test_prompt_shows_the_call_and_y_runs_the_command(server, tmp_path):
+    """The prompt shows the tool, its description, the arguments as indented JSON and
+    the exact command line; ``y`` runs it for real and the model gets its output."""
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"}),
+                             text="Let me check."))
+    server.queue(chat_stream("It printed hi."))
+    session = tmp_path / "s.json"
+
+    chat = pty_chat("--base-url", server.base_url, "--session", str(session),
+                    "Say hi from the shell", cwd=tmp_path)
+    shown = chat.expect("[q]uit: ")
+    assert shown == "assistant> Let me check.\n\n" + run_command_block("call_1", "echo hi")
+    chat.send("y")
+    assert chat.wait() == 0
+    assert chat.rest() == ("y\n"
+                           "  [run_command] exit status 0 ⏎ hi\n"
+                           "assistant> It printed hi.\n")
+
+    assert len(server.requests) == 2
+    assert tool_names(server.requests[0]) == ALL_TOOLS
+    call = ("call_1", "run_command", {"command": "echo hi"})
+    expected_history = [user("Say hi from the shell"), assistant("Let me check.", call),
+                        tool_message("call_1", "exit status 0\nhi\n")]
+    assert server.requests[1].json["messages"] == expected_history
+
+    data = saved(session)
+    assert data["messages"] == expected_history + [assistant("It printed hi.")]
+    assert data["approvals"]["pending"] == []
+    assert audit_summary(data) == [("call_1", "run_command", digest({"command": "echo hi"}),
+                                    "approved", None, USER)]
+
+
+def test_n_with_a_reason_sends_rejected_reason_and_runs_nothing(server, tmp_path):
+    """``n`` asks for a reason; the model receives exactly ``Rejected: <reason>`` and
+    the command does not run."""
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
+    server.queue(chat_stream("Understood, I left it alone."))
+    session = tmp_path / "s.json"
+
+    chat = pty_chat("--base-url", server.base_url, "--session", str(session),
+                    "Make a file", cwd=tmp_path)
+    assert chat.expect("[q]uit: ") == "\n" + run_command_block("call_1", "touch ran.txt")
+    chat.send("n")
+    assert chat.expect("reason (optional): ") == "n\nreason (optional): "
+    chat.send("too risky")
+    assert chat.wait() == 0
+    assert chat.rest() == ("too risky\n"
+                           "  [run_command] Rejected: too risky\n"
+                           "assistant> Understood, I left it alone.\n")
+
+    assert not (tmp_path / "ran.txt").exists()
+    assert server.requests[1].json["messages"][-1] == tool_message("call_1",
+                                                                   "Rejected: too risky")
+    data = saved(session)
+    assert audit_summary(data) == [("call_1", "run_command",
+                                    digest({"command": "touch ran.txt"}),
+                                    "rejected", "too risky", USER)]
+
+
+def test_a_approves_the_tool_for_the_rest_of_the_session(server, tmp_path):
+    """``a`` approves the call and every later call of the same tool in the session
+    (a later turn is not asked); another tool is still asked about. A blank reason
+    sends the default ``Rejected: User denied``."""
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo one"})))
+    server.queue(chat_stream("One is done."))
+    server.queue(calls_reply(("call_2", "run_command", {"command": "echo two"}),
+                             ("call_3", "write_file", {"path": "x.txt", "content": "x\n"})))
+    server.queue(chat_stream("Two is done."))
+    session = tmp_path / "s.json"
+
+    chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
+    chat.expect("you> ")
+    chat.send("first")
+    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "echo one"))
+    chat.send("a")
+    assert chat.expect("you> ") == ("a\n"
+                                    "  [run_command] exit status 0 ⏎ one\n"
+                                    "assistant> One is done.\n"
+                                    "you> ")
+    chat.send("second")
+    shown = chat.expect("[q]uit: ")
+    assert shown == ("second\n"
+                     "  (approved: you said 'always' for run_command)\n"
+                     "\n── approval needed ── call_3\n"
+                     "tool:        write_file\n"
+                     f"description: {WRITE_FILE_DESCRIPTION}\n"
+                     "arguments:\n"
+                     "  {\n"
+                     "    \"path\": \"x.txt\",\n"
+                     "    \"content\": \"x\\n\"\n"
+                     "  }\n"
+                     "--- (new file)\n"
+                     "+++ x.txt\n"
+                     "@@ -0,0 +1 @@\n"
+                     "+x\n"
+                     "approve? [y]es, [n]o, [a]lways write_file, [q]uit: ")
+    chat.send("n")
+    chat.expect("reason (optional): ")
+    chat.send("")
+    assert chat.expect("you> ") == ("\n"
+                                    "  [run_command] exit status 0 ⏎ two\n"
+                                    "  [write_file] Rejected: User denied\n"
+                                    "assistant> Two is done.\n"
+                                    "you> ")
+    chat.send("")
+    assert chat.wait() == 0
+    assert chat.text.count("approve? ") == 2  # call_1 and call_3; never call_2
+
+    assert len(server.requests) == 4
+    assert server.requests[3].json["messages"][-2:] == [
+        tool_message("call_2", "exit status 0\ntwo\n"),
+        tool_message("call_3", "Rejected: User denied")]
+    assert not (tmp_path / "x.txt").exists()
+    data = saved(session)
+    assert data["state"]["always_approve"] == ["run_command"]
+    # the session also remembers what the chat was started with, for a later --session run
+    assert data["state"]["chat"]["base_url"] == server.base_url
+    assert [(r[0], r[3], r[4]) for r in audit_summary(data)] == [
+        ("call_1", "approved", None), ("call_2", "approved", None),
+        ("call_3", "rejected", None)]
+
+
+def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path):
+    """``q`` quits with status 3 and the call still pending in the saved session; a
+    second ``agentflow chat --session FILE`` on a terminal asks about that call
+    first and, answered ``y``, runs it and finishes the turn."""
+    call = ("call_1", "run_command", {"command": "echo resumed"})
+    server.queue(calls_reply(call, text="I will run it."))
+    server.queue(chat_stream("It said resumed."))
+    session = tmp_path / "s.json"
+
+    first = pty_chat("--base-url", server.base_url, "--session", str(session),
+                     "Run something", cwd=tmp_path)
+    first.expect("[q]uit: ")
+    first.send("q")
+    assert first.wait() == 3
+    assert first.rest() == ("q\n"
+                            "paused: 1 call(s) wait for approval (call_1). Resume with: "
+                            f"agentflow chat --session {session} --respond call_1=yes\n")
+    assert len(server.requests) == 1
+    data = saved(session)
+    assert data["messages"] == [user("Run something"), assistant("I will run it.", call)]
+    assert [(r["call_id"], r["tool"], r["digest"]) for r in data["approvals"]["pending"]] == [
+        ("call_1", "run_command", digest({"command": "echo resumed"}))]
+    assert data["approvals"]["audit"] == []
+
+    second = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
+    assert second.expect("[q]uit: ") == (
+        "This session is paused; answer its pending calls first.\n\n"
+        + run_command_block("call_1", "echo resumed"))
+    second.send("y")
+    assert second.expect("you> ") == ("y\n"
+                                      "  [run_command] exit status 0 ⏎ resumed\n"
+                                      "assistant> It said resumed.\n"
+                                      "agentflow chat — empty line or Ctrl-D to leave; "
+                                      "Ctrl-C stops a reply, a second Ctrl-C leaves.\n"
+                                      "you> ")
+    second.send("")
+    assert second.wait() == 0
+
+    assert len(server.requests) == 2
+    assert server.requests[1].json["messages"] == [
+        user("Run something"), assistant("I will run it.", call),
+        tool_message("call_1", "exit status 0\nresumed\n")]
+    data = saved(session)
+    assert data["approvals"]["pending"] == []
+    assert audit_summary(data) == [("call_1", "run_command",
+                                    digest({"command": "echo resumed"}), "approved", None, USER)]
+    assert data["messages"][-1] == assistant("It said resumed.")
+
+
+def test_write_file_prompt_shows_the_unified_diff(server, tmp_path):
+    """write_file's prompt shows the unified diff of the change; ``y`` writes it."""
+    (tmp_path / "notes.txt").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    arguments = {"path": "notes.txt", "content": "one\n2\nthree\n"}
+    server.queue(calls_reply(("call_1", "write_file", arguments)))
+    server.queue(chat_stream("Changed."))
+
+    chat = pty_chat("--base-url", server.base_url, "Fix the notes", cwd=tmp_path)
+    assert chat.expect("[q]uit: ") == ("\n── approval needed ── call_1\n"
+                                       "tool:        write_file\n"
+                                       f"description: {WRITE_FILE_DESCRIPTION}\n"
+                                       "arguments:\n"
+                                       "  {\n"
+                                       "    \"path\": \"notes.txt\",\n"
+                                       "    \"content\": \"one\\n2\\nthree\\n\"\n"
+                                       "  }\n"
+                                       "--- notes.txt\n"
+                                       "+++ notes.txt\n"
+                                       "@@ -1,3 +1,3 @@\n"
+                                       " one\n"
+                                       "-two\n"
+                                       "+2\n"
+                                       " three\n"
+                                       "approve? [y]es, [n]o, [a]lways write_file, [q]uit: ")
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "one\ntwo\nthree\n"
+    chat.send("y")
+    assert chat.wait() == 0
+    assert chat.rest() == "y\n  [write_file] wrote 12 bytes to notes.txt\nassistant> Changed.\n"
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "one\n2\nthree\n"
+    assert server.requests[1].json["messages"][-1] == tool_message(
+        "call_1", "wrote 12 bytes to notes.txt")
+
+
+# == 2. Ctrl-C while a reply streams =======================================================
+
+def slow_reply(first_word: str, rest: str) -> Reply:
+    """A reply whose first word arrives at once-ish and whose ``rest`` only after 40
+    SSE comment lines, each half a second apart: the stream is still open, in the
+    middle of a model turn, long after the first word is on the screen."""
+    events = [e + "\n\n" for e in
+              chat_stream(f"{first_word} {rest}").decode().split("\n\n") if e]
+    # events: role, first word, the rest's words, finish, usage, [DONE]
+    head = events[0] + events[1]
+    return Reply(chunks=[head.encode()] + [b": still thinking\n\n"] * 40
+                 + ["".join(events[2:]).encode()], delay=0.5)
+
+
+def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
+    """Ctrl-C mid-stream stops the reply (the rest never shows), says so, and the
+    prompt comes back; the session file stays a valid session holding only the
+    completed turn, no partial assistant message. Ctrl-C at the prompt exits 130."""
+    server.queue(chat_stream("Hello there."))
+    server.queue(slow_reply("alpha", "omega-never-shown"))
+    session = tmp_path / "s.json"
+
+    chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
+    assert chat.expect("you> ") == ("agentflow chat — empty line or Ctrl-D to leave; Ctrl-C "
+                                    "stops a reply, a second Ctrl-C leaves.\nyou> ")
+    chat.send("hi")
+    assert chat.expect("you> ") == "hi\nassistant> Hello there.\nyou> "
+    chat.send("tell me more")
+    chat.expect("assistant> alpha")
+    chat.send_raw(b"\x03")
+    chat.expect("interrupted")
+    chat.expect("you> ")
+    assert len(server.requests) == 2
+
+    data = saved(session)  # valid while the process still runs
+    assert data["messages"] == [user("hi"), assistant("Hello there.")]
+
+    chat.send_raw(b"\x03")
+    assert chat.wait() == 130
+    assert "omega-never-shown" not in chat.text
+    assert "Traceback" not in chat.text
+    assert len(server.requests) == 2
+    data = saved(session)
+    assert data["messages"] == [user("hi"), assistant("Hello there.")]
+    assert data["approvals"] == {"pending": [], "audit": []}
+
+
+# == 3. without a terminal =================================================================
+
+def test_approve_all_runs_the_call(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
+    server.queue(chat_stream("Done."))
+    done = run_chat("--base-url", server.base_url, "--approve-all", "Say hi", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "  [run_command] exit status 0 ⏎ hi\nassistant> Done.\n"
+    assert server.requests[1].json["messages"][-1] == tool_message("call_1",
+                                                                   "exit status 0\nhi\n")
+
+
+def test_deny_all_rejects_the_call(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
+    server.queue(chat_stream("I did not."))
+    done = run_chat("--base-url", server.base_url, "--deny-all", "Make a file", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == ("  [run_command] Rejected: denied by --deny-all\n"
+                           "assistant> I did not.\n")
+    assert server.requests[1].json["messages"][-1] == tool_message(
+        "call_1", "Rejected: denied by --deny-all")
+    assert not (tmp_path / "ran.txt").exists()
+
+
+def test_without_a_terminal_it_pauses_and_respond_yes_resumes(server, tmp_path):
+    """No flag and no terminal: exit 3 and how to resume; ``--respond CALL_ID=yes``
+    in a later process runs the call and finishes."""
+    call = ("call_1", "run_command", {"command": "echo later"})
+    server.queue(calls_reply(call))
+    server.queue(chat_stream("It said later."))
+    session = tmp_path / "s.json"
+
+    paused = run_chat("--base-url", server.base_url, "--session", str(session), "Run it",
+                      cwd=tmp_path)
+    assert (paused.returncode, paused.stderr) == (3, "")
+    assert paused.stdout == ("paused: 1 call(s) wait for approval (call_1). Resume with: "
+                             f"agentflow chat --session {session} --respond call_1=yes\n")
+    data = saved(session)
+    assert data["messages"] == [user("Run it"), assistant(None, call)]
+    assert [r["call_id"] for r in data["approvals"]["pending"]] == ["call_1"]
+
+    resumed = run_chat("--base-url", server.base_url, "--session", str(session),
+                       "--respond", "call_1=yes", cwd=tmp_path)
+    assert (resumed.returncode, resumed.stderr) == (0, "")
+    assert resumed.stdout == ("  [run_command] exit status 0 ⏎ later\n"
+                              "assistant> It said later.\n")
+    assert server.requests[1].json["messages"] == [
+        user("Run it"), assistant(None, call), tool_message("call_1", "exit status 0\nlater\n")]
+    data = saved(session)
+    assert data["approvals"]["pending"] == []
+    assert audit_summary(data) == [("call_1", "run_command", digest({"command": "echo later"}),
+                                    "approved", None, USER)]
+
+
+def test_respond_no_with_reason_resumes_with_the_rejection(server, tmp_path):
+    call = ("call_1", "run_command", {"command": "touch ran.txt"})
+    server.queue(calls_reply(call))
+    server.queue(chat_stream("Fine, I will not."))
+    session = tmp_path / "s.json"
+
+    paused = run_chat("--base-url", server.base_url, "--session", str(session), "Make a file",
+                      cwd=tmp_path)
+    assert paused.returncode == 3
+    resumed = run_chat("--base-url", server.base_url, "--session", str(session),
+                       "--respond", "call_1=no:too risky", cwd=tmp_path)
+    assert (resumed.returncode, resumed.stderr) == (0, "")
+    assert resumed.stdout == ("  [run_command] Rejected: too risky\n"
+                              "assistant> Fine, I will not.\n")
+    assert server.requests[1].json["messages"][-1] == tool_message("call_1",
+                                                                   "Rejected: too risky")
+    assert not (tmp_path / "ran.txt").exists()
+    assert audit_summary(saved(session)) == [
+        ("call_1", "run_command", digest({"command": "touch ran.txt"}), "rejected",
+         "too risky", USER)]
+
+
+def test_pause_without_session_says_it_cannot_be_resumed(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
+    paused = run_chat("--base-url", server.base_url, "Run it", cwd=tmp_path)
+    assert (paused.returncode, paused.stderr) == (3, "")
+    assert paused.stdout == ("paused: 1 call(s) wait for approval (call_1). Without "
+                             "--session FILE this pause cannot be resumed later.\n")
+    assert len(server.requests) == 1
+
+
+def test_the_printed_resume_command_resumes_the_run(server, tmp_path):
+    """The pause message's ``Resume with:`` command, run exactly as printed, must
+    resume the paused run: against the same endpoint and model it was started with.
+    (The environment's default base URL refuses connections, so a resume that
+    forgets the endpoint fails instead of reaching a real provider.)"""
+    call = ("call_1", "run_command", {"command": "echo hi"})
+    server.queue(calls_reply(call))
+    server.queue(chat_stream("Resumed."))
+    paused = run_chat("--base-url", server.base_url, "--model", "local-model",
+                      "--session", "s.json", "Run it", cwd=tmp_path)
+    assert paused.returncode == 3
+    printed = paused.stdout.split("Resume with: ", 1)[1].strip()
+    argv = shlex.split(printed)
+    assert argv[:2] == ["agentflow", "chat"]
+
+    resumed = run_chat(*argv[2:], cwd=tmp_path)
+    assert (resumed.returncode, resumed.stderr) == (0, "")
+    assert resumed.stdout == "  [run_command] exit status 0 ⏎ hi\nassistant> Resumed.\n"
+    assert len(server.requests) == 2
+    assert server.requests[1].json["model"] == "local-model"
+
+
+def test_respond_without_session_is_a_usage_error(server, tmp_path):
+    done = run_chat("--base-url", server.base_url, "--respond", "call_1=yes", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == "agentflow: --respond needs --session FILE (the paused session)\n"
+    assert server.requests == []
+
+
+# == 4. --json =============================================================================
+
+def json_lines(stdout: str) -> list[dict]:
+    """Every stdout line, parsed; each must be one JSON object."""
+    lines = stdout.splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert all(isinstance(item, dict) for item in parsed), stdout
+    return parsed
+
+
+def test_json_updates_pause_and_respond(server, tmp_path):
+    """``--json``: one object per line in the protocol's shapes; a paused run ends
+    with ``paused`` and exit 3; ``--respond`` with ``--json`` finishes with
+    ``finish_reason`` ``stop``."""
+    work = tmp_path / "work"  # what list_dir lists: the session file lives elsewhere
+    (work / "sub").mkdir(parents=True)
+    (work / "a.txt").write_text("a", encoding="utf-8")
+    server.queue(calls_reply(("call_1", "list_dir", {"path": "."})))
+    server.queue(calls_reply(("call_2", "run_command", {"command": "echo hi"}),
+                             text="Now clean."))
+    server.queue(chat_stream("Done."))
+    session = tmp_path / "s.json"
+
+    paused = run_chat("--base-url", server.base_url, "--session", str(session), "--json",
+                      "Tidy up", cwd=work)
+    assert (paused.returncode, paused.stderr) == (3, "")
+    assert json_lines(paused.stdout) == [
+        {"type": "tool_call_start", "call_id": "call_1", "name": "list_dir", "index": 0},
+        {"type": "tool_call_args", "call_id": "call_1", "delta": '{"path'},
+        {"type": "tool_call_args", "call_id": "call_1", "delta": '": "."}'},
+        {"type": "tool_call_end", "call_id": "call_1"},
+        {"type": "tool_result", "call_id": "call_1", "name": "list_dir",
+         "result": "a.txt\nsub/"},
+        {"type": "text", "text": "Now"},
+        {"type": "text", "text": " clean."},
+        {"type": "tool_call_start", "call_id": "call_2", "name": "run_command", "index": 0},
+        {"type": "tool_call_args", "call_id": "call_2", "delta": '{"command":'},
+        {"type": "tool_call_args", "call_id": "call_2", "delta": ' "echo hi"}'},
+        {"type": "tool_call_end", "call_id": "call_2"},
+        {"type": "approval_request", "call_id": "call_2", "name": "run_command",
+         "arguments": {"command": "echo hi"}, "description": RUN_COMMAND_DESCRIPTION,
+         "digest": digest({"command": "echo hi"})},
+        {"type": "finish", "finish_reason": "awaiting_approval",
+         "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30}},
+        {"type": "paused", "pending": ["call_2"]},
+    ]
+    assert len(server.requests) == 2
+
+    resumed = run_chat("--base-url", server.base_url, "--session", str(session), "--json",
+                       "--respond", "call_2=yes", cwd=work)
+    assert (resumed.returncode, resumed.stderr) == (0, "")
+    assert json_lines(resumed.stdout) == [
+        {"type": "tool_result", "call_id": "call_2", "name": "run_command",
+         "result": "exit status 0\nhi\n"},
+        {"type": "text", "text": "Done."},
+        {"type": "finish", "finish_reason": "stop",
+         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}},
+    ]
+    assert server.requests[2].json["messages"][-1] == tool_message("call_2",
+                                                                   "exit status 0\nhi\n")
+
+
+def test_json_error_line(tmp_path):
+    done = run_chat("--base-url", "http://127.0.0.1:9/v1", "--json", "hi", cwd=tmp_path)
+    assert done.returncode == 1
+    message = ("could not connect to http://127.0.0.1:9/v1/chat/completions: connection "
+               "refused. Is the server running, and is base_url (or OPENAI_BASE_URL) right?")
+    assert json_lines(done.stdout) == [{"type": "error", "kind": "ProviderError",
+                                        "message": message}]
+    assert done.stderr == f"agentflow: error: {message}\n"
+
+
+# == 5. errors =============================================================================
+
+def check_one_error_line(done, key: str = KEY) -> str:
+    """Exactly one stderr line, ``agentflow: error: …``, no traceback, no key."""
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("agentflow: error: ")
+    assert "Traceback" not in done.stderr
+    assert key not in done.stderr and key not in done.stdout
+    return lines[0]
+
+
+def test_unreachable_url(tmp_path):
+    done = run_chat("--base-url", "http://127.0.0.1:9/v1", "hi", cwd=tmp_path)
+    assert check_one_error_line(done) == (
+        "agentflow: error: could not connect to http://127.0.0.1:9/v1/chat/completions: "
+        "connection refused. Is the server running, and is base_url (or OPENAI_BASE_URL) "
+        "right?")
+    assert done.stdout == ""
+
+
+SECRET = "sk-my-secret-key-42424242"
+
+
+def unauthorized() -> Reply:
+    """OpenAI's 401 body, which quotes the key that was sent."""
+    return Reply(json.dumps({"error": {
+        "message": f"Incorrect API key provided: {SECRET}. You can find your API key at "
+                   "https://platform.openai.com/account/api-keys.",
+        "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}),
+        status=401, content_type="application/json")
+
+
+def test_401_is_one_line_without_the_key(server, tmp_path):
+    server.queue(unauthorized())
+    done = run_chat("--base-url", server.base_url, "--api-key-env", "MYKEY", "hi",
+                    cwd=tmp_path, env=child_env(MYKEY=SECRET))
+    line = check_one_error_line(done, SECRET)
+    assert line.startswith(
+        f"agentflow: error: [HTTP 401, code invalid_api_key] authentication failed at "
+        f"{server.base_url}/chat/completions: Incorrect API key provided: ***. You can find "
+        "your API key at https://platform.openai.com/account/api-keys. Check the API key")
+    assert server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert len(server.requests) == 1  # a 401 is not retried
+
+
+def test_401_hint_names_the_variable_given_by_api_key_env(server, tmp_path):
+    """The user chose ``--api-key-env MYKEY``: the hint must point at MYKEY (the
+    variable the key was read from), not at OPENAI_API_KEY or a Python argument."""
+    server.queue(unauthorized())
+    done = run_chat("--base-url", server.base_url, "--api-key-env", "MYKEY", "hi",
+                    cwd=tmp_path, env=child_env(MYKEY=SECRET))
+    line = check_one_error_line(done, SECRET)
+    assert "MYKEY" in line, line
+
+
+def test_404_unknown_model(server, tmp_path):
+    server.queue(Reply(json.dumps({"error": {
+        "message": "The model `no-such-model` does not exist or you do not have access to it.",
+        "type": "invalid_request_error", "param": None, "code": "model_not_found"}}),
+        status=404, content_type="application/json"))
+    done = run_chat("--base-url", server.base_url, "--model", "no-such-model", "hi",
+                    cwd=tmp_path)
+    assert check_one_error_line(done) == (
+        "agentflow: error: [HTTP 404, code model_not_found] The model `no-such-model` does "
+        "not exist or you do not have access to it. URL: "
+        f"{server.base_url}/chat/completions. Check the model name, and that base_url ends "
+        "where the API starts (most servers want a /v1 suffix)")
+    assert server.requests[0].json["model"] == "no-such-model"
+    assert done.stdout == ""
+
+
+def test_debug_shows_the_traceback_but_not_the_key(server, tmp_path):
+    server.queue(unauthorized())
+    done = run_chat("--base-url", server.base_url, "--api-key-env", "MYKEY", "--debug", "hi",
+                    cwd=tmp_path, env=child_env(MYKEY=SECRET))
+    assert done.returncode == 1
+    assert done.stderr.startswith("Traceback (most recent call last):\n")
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith("agentflow.errors.ProviderError: [HTTP 401, code invalid_api_key] "
+                           "authentication failed at ")
+    assert SECRET not in done.stderr and SECRET not in done.stdout
+
+
+# == 6. options reach the request ==========================================================
+
+def test_model_system_tools_and_key_variable_reach_the_request(server, tmp_path):
+    server.queue(chat_stream("Fine."))
+    done = run_chat("--base-url", server.base_url, "--model", "my-model",
+                    "--system", "Answer in one word.", "--tools", "read_file,list_dir",
+                    "--api-key-env", "MYKEY", "How are you?", cwd=tmp_path,
+                    env=child_env(MYKEY="sk-from-mykey-777"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "assistant> Fine.\n", "")
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.json["model"] == "my-model"
+    assert request.json["messages"] == [{"role": "system", "content": "Answer in one word."},
+                                        user("How are you?")]
+    assert tool_names(request) == ["read_file", "list_dir"]
+    assert request.headers["authorization"] == "Bearer sk-from-mykey-777"
+
+
+def test_default_key_variable_is_openai_api_key(server, tmp_path):
+    server.queue(chat_stream("Fine."))
+    done = run_chat("--base-url", server.base_url, "hi", cwd=tmp_path)
+    assert done.returncode == 0
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert server.requests[0].json["model"] == "gpt-4o-mini"
+
+
+def test_tools_none_offers_no_tools(server, tmp_path):
+    server.queue(chat_stream("No tools here."))
+    done = run_chat("--base-url", server.base_url, "--tools", "none", "hi", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "assistant> No tools here.\n")
+    assert "tools" not in server.requests[0].json
+    assert server.requests[0].json["messages"] == [user("hi")]
+
+
+def test_max_rounds_1_stops_after_one_round(server, tmp_path):
+    """With ``--max-rounds 1`` the tool round is the last one: the model is not
+    called again and the user is told why the run ended."""
+    (tmp_path / "only.txt").write_text("", encoding="utf-8")
+    server.queue(calls_reply(("call_1", "list_dir", {"path": "."})))
+    server.queue(chat_stream("never sent"))
+    done = run_chat("--base-url", server.base_url, "--max-rounds", "1", "List", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "  [list_dir] only.txt\n(finish: max_rounds)\n"
+    assert len(server.requests) == 1
+
+
+# == 7. agentflow replay ===================================================================
+
+def run_replay(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agentflow", "replay", *args], cwd=REPO,
+                          env=child_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, encoding="utf-8", timeout=TIMEOUT)
+
+
+DIGEST_RM = digest({"command": "rm -rf /"})
+USAGE = '"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}'
+
+
+def test_replay_prints_the_updates_per_turn():
+    done = run_replay("001-approve")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "case 001-approve: The design document's sequence: request, approve, final text "
+        "(R3, R4, R9)\n"
+        "\n"
+        'turn 1: input [{"role": "user", "content": "My disk is full. Please free some '
+        'space."}]\n'
+        '  {"type": "text", "text": "I"}\n'
+        '  {"type": "text", "text": " will"}\n'
+        '  {"type": "text", "text": " clear"}\n'
+        '  {"type": "text", "text": " some"}\n'
+        '  {"type": "text", "text": " space."}\n'
+        '  {"type": "tool_call_start", "call_id": "call_1", "name": "run_command", "index": 0}\n'
+        '  {"type": "tool_call_args", "call_id": "call_1", "delta": "{\\"command\\":"}\n'
+        '  {"type": "tool_call_args", "call_id": "call_1", "delta": " \\"rm -rf /\\"}"}\n'
+        '  {"type": "tool_call_end", "call_id": "call_1"}\n'
+        '  {"type": "approval_request", "call_id": "call_1", "name": "run_command", '
+        '"arguments": {"command": "rm -rf /"}, "description": "Run a shell command.", '
+        f'"digest": "{DIGEST_RM}"}}\n'
+        f'  {{"type": "finish", "finish_reason": "awaiting_approval", {USAGE}}}\n'
+        "\n"
+        'turn 2: input [], approvals [{"call_id": "call_1", "approved": true}]\n'
+        '  {"type": "tool_result", "call_id": "call_1", "name": "run_command", '
+        '"result": "command finished: 12 GB freed"}\n'
+        '  {"type": "text", "text": "Done,"}\n'
+        '  {"type": "text", "text": " 12"}\n'
+        '  {"type": "text", "text": " GB"}\n'
+        '  {"type": "text", "text": " are"}\n'
+        '  {"type": "text", "text": " free."}\n'
+        f'  {{"type": "finish", "finish_reason": "stop", {USAGE}}}\n')
+
+
+def test_replay_trace_shows_the_loop_state_transitions():
+    done = run_replay("001-approve", "--trace")
+    assert (done.returncode, done.stderr) == (0, "")
+    transitions = [line.strip()[1:-1] for line in done.stdout.splitlines()
+                   if line.startswith("    [")]
+    assert transitions == [
+        "START --nothing pending--> CALLING_MODEL",
+        "CALLING_MODEL --approval needed--> AWAITING_APPROVAL",
+        "START --calls pending--> RESUMING",
+        "RESUMING --results added--> CALLING_MODEL",
+        "CALLING_MODEL --turn ended--> DONE",
+    ]
+    # each transition sits where it happened: the gate right before the request
+    lines = done.stdout.splitlines()
+    gate = lines.index("    [CALLING_MODEL --approval needed--> AWAITING_APPROVAL]")
+    assert lines[gate - 1] == '  {"type": "tool_call_end", "call_id": "call_1"}'
+    assert lines[gate + 1].startswith('  {"type": "approval_request", "call_id": "call_1"')
+
+
+def test_replay_mermaid_diagram():
+    done = run_replay("007-mixed-batch-sibling", "--mermaid")
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[:5] == ["sequenceDiagram",
+                         "    actor Caller",
+                         "    participant Agent as ChatClientAgent",
+                         "    participant FICC as FunctionInvokingChatClient",
+                         "    participant LLM as LLM provider"]
+    assert ("    FICC-->>Caller: ToolApprovalRequest(call_2, run_command "
+            "{'command': 'rm -rf /'})") in lines
+    assert lines.count("    FICC-->>Caller: Finish(awaiting_approval)") == 1
+    assert lines[-1] == "    FICC-->>Caller: Finish(stop)"
+    assert "    FICC->>FICC: rejected echo: Rejected: User denied" in lines
+    assert not done.stdout.startswith("case ")  # the diagram only
+
+
+def test_replay_unknown_case():
+    done = run_replay("no-such-case")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == ("agentflow: no case 'no-such-case': give the path of a case .json "
+                           "or the id of one in conformance/cases (run from the repository "
+                           "root)\n")
+
+
+def test_bad_usage_exits_2_with_one_line(server, tmp_path):
+    """Exit status 2 means the command line itself is wrong (agentflow.chat docstring)."""
+    done = run_chat("--base-url", server.base_url, "--tools", "read_file,format_disk", "hi",
+                    cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("agentflow: --tools: unknown tool(s) format_disk")
+    assert done.stderr.count("\n") == 1
+    no_message = run_chat("--base-url", server.base_url, cwd=tmp_path)
+    assert no_message.returncode == 2
+    assert "pass the message as an argument" in no_message.stderr
+    assert server.requests == []
