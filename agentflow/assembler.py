@@ -89,6 +89,22 @@ class ChunkAssembler:
         returned by then.
         """
         self._chunks += 1
+        # Fast path for the chunk that is nearly all of a stream: one choice whose
+        # delta is a bit of text. Anything else takes the general path below.
+        if type(chunk) is dict:
+            choices = chunk.get("choices")
+            if (type(choices) is list and len(choices) == 1 and chunk.get("usage") is None
+                    and "error" not in chunk and "x_groq" not in chunk):
+                choice = choices[0]
+                delta = choice.get("delta") if type(choice) is dict else None
+                if (type(delta) is dict and len(delta) == 1 and choice.get("finish_reason") is None
+                        and choice.get("index", 0) == 0):
+                    content = delta.get("content")
+                    if type(content) is str:
+                        if not content:
+                            return []
+                        self._text.append(content)
+                        return [TextDelta(content)]
         if not isinstance(chunk, dict):
             raise ProviderError(f"stream event {self._chunks} is not a JSON object: "
                                 f"{json.dumps(chunk)[:200]}")
@@ -292,6 +308,9 @@ def error_from_body(body, fallback: str, status: int | None = None) -> ProviderE
     return ProviderError(str(message), status=status, code=code)
 
 
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = None
                    ) -> Iterator[AgentResponseUpdate]:
     """The updates of one streamed model turn, from the raw bytes of its SSE body
@@ -305,6 +324,7 @@ def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = N
     """
     assembler = assembler if assembler is not None else ChunkAssembler()
     saw_done = False
+    feed = assembler.feed
     for number, event in enumerate(iter_events(chunks), 1):
         if event.type == "error":
             try:
@@ -315,12 +335,17 @@ def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = N
         if event.data == "[DONE]":
             saw_done = True
             break
+        data = event.data
+        if data[:1].isspace():
+            data = data.lstrip()
         try:
-            chunk = json.loads(event.data)
+            chunk, end = _raw_decode(data)  # json.loads minus its wrappers: this is hot
+            if end != len(data) and data[end:].strip():
+                raise ValueError("extra data after the JSON value")
         except ValueError:
             raise ProviderError(f"malformed stream event {number}: not JSON: "
-                                f"{event.data[:200]!r}") from None
-        yield from assembler.feed(chunk)
+                                f"{data[:200]!r}") from None
+        yield from feed(chunk)
     yield from assembler.finish(saw_done)
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 
-@dataclass
+@dataclass(slots=True)
 class ServerSentEvent:
     """One dispatched event: ``type`` (str, default ``"message"``), ``data`` (str, the
     data lines joined with LF) and ``id`` (str, the last event ID when it was
@@ -100,9 +100,17 @@ class SSEParser:
         lines = (self._partial + text).split("\n")
         self._partial = lines.pop()
         events: list[ServerSentEvent] = []
+        data = self._data
         for line in lines:
-            if not line:
-                self._dispatch(events)
+            # "data:" lines are nearly all of a chat stream: handled inline, for speed
+            if line[:5] == "data:":
+                data.append(line[6:] if line[5:6] == " " else line[5:])
+            elif not line:
+                if data:
+                    events.append(ServerSentEvent(self._type or "message", "\n".join(data),
+                                                  self.last_event_id))
+                    data = self._data = []
+                self._type = ""
             elif line[0] != ":":
                 self._field(line)
         return events
@@ -122,12 +130,6 @@ class SSEParser:
             if value.isascii() and value.isdigit():
                 self.retry = int(value)
 
-    def _dispatch(self, events: list[ServerSentEvent]) -> None:
-        if self._data:
-            events.append(ServerSentEvent(self._type or "message",
-                                          "\n".join(self._data), self.last_event_id))
-        self._data = []
-        self._type = ""
 
 
 def iter_events(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
