@@ -7,20 +7,21 @@ response body is read as it arrives, fed to the SSE parser, and each chunk to th
 
 from __future__ import annotations
 
-import email.utils
 import itertools
 import json
 import os
-import random
 import time
-from typing import Iterable, Iterator, Sequence
-
-import requests
-import urllib3.exceptions
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from .assembler import completion_updates, error_from_body, stream_updates
 from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
+
+if TYPE_CHECKING:
+    import requests
+
+# requests (and urllib3) are imported when the first client is made, not with
+# agentflow: they take longer to import than all of agentflow (make bench).
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_WAIT = 60.0  # seconds; a longer Retry-After is reported, not slept through
@@ -65,6 +66,7 @@ class OpenAIChatClient:
         self.stream = stream
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
+        import requests
         self._http = requests.Session()
         self._sleep = time.sleep
 
@@ -143,7 +145,7 @@ class OpenAIChatClient:
 
     # -- HTTP --------------------------------------------------------------------------
 
-    def _open(self, body: dict) -> tuple[requests.Response, Iterator[bytes]]:
+    def _open(self, body: dict) -> tuple["requests.Response", Iterator[bytes]]:
         """POST ``body``; return the response and an iterator over its body bytes whose
         first chunk has already arrived. Failures before that first byte (connection,
         HTTP 429 and 5xx, a broken or silent response) are retried up to
@@ -181,9 +183,11 @@ class OpenAIChatClient:
             wait = _parse_retry_after(retry_after)
             if wait is not None:
                 return wait if wait <= MAX_RETRY_WAIT else None
+        import random
         return self.retry_backoff * (2 ** attempt) * random.uniform(0.5, 1.0)
 
-    def _post(self, body: dict) -> requests.Response:
+    def _post(self, body: dict) -> "requests.Response":
+        import requests
         headers = {"Content-Type": "application/json",
                    "Accept": "text/event-stream" if self.stream else "application/json",
                    # a compressed stream is decoded in blocks, which delays tokens
@@ -216,7 +220,8 @@ class OpenAIChatClient:
             raise error
         return response
 
-    def _http_error(self, response: requests.Response) -> ProviderError:
+    def _http_error(self, response: "requests.Response") -> ProviderError:
+        import requests
         status = response.status_code
         try:
             text = response.content.decode("utf-8", "replace")
@@ -244,9 +249,10 @@ class OpenAIChatClient:
             raise ProviderError(f"the response from {self.url} is not JSON: "
                                 f"{text[:200]!r}") from None
 
-    def _read(self, response: requests.Response) -> Iterator[bytes]:
+    def _read(self, response: "requests.Response") -> Iterator[bytes]:
         # read1 returns whatever bytes have arrived (up to _READ_SIZE) instead of
         # waiting to fill a buffer, so no token waits for the next one (SPEC §6).
+        import urllib3.exceptions
         raw = response.raw
         try:
             while True:
@@ -276,13 +282,14 @@ class _Retryable(Exception):
         self.error, self.retry_after = error, retry_after
 
 
-def _is_json(response: requests.Response) -> bool:
+def _is_json(response: "requests.Response") -> bool:
     return response.headers.get("Content-Type", "").split(";")[0].strip() == "application/json"
 
 
 def _parse_retry_after(value: str) -> float | None:
     """Seconds from a ``Retry-After`` value: delta-seconds or an HTTP date
     (RFC 9110 §10.2.3); ``None`` when it is neither."""
+    import email.utils
     value = value.strip()
     try:
         return max(0.0, float(value))

@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -102,6 +101,7 @@ class AgentSession:
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"cannot save the session to {path}: the folder "
                                     f"{folder} does not exist")
+        import tempfile
         data = self.to_dict()
         if secret is not None:
             data["signature"] = {"alg": "HMAC-SHA256", "value": _sign(data, secret)}
