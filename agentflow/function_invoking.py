@@ -44,6 +44,7 @@ import time
 from typing import Callable, Iterable, Iterator, Sequence
 
 from .approvals import ApprovalLedger, arguments_digest
+from .assembler import TextBuffer
 from .errors import ApprovalError, LoopStateError
 from .tools import FunctionTool, Tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
@@ -249,7 +250,7 @@ class FunctionInvokingChatClient:
             if failed_rounds >= MAX_CONSECUTIVE_FAILED_ROUNDS:
                 tools_enabled = False  # R13: one last call that may not use tools
             turn_options = options if tools_enabled else _without_tools(options)
-            text: list[str] = []
+            text = TextBuffer()
             calls: dict[str, ToolCall] = {}
             finish = Finish(FinishReason.STOP)
             for update in self.inner.run(messages, turn_options, tools=self.tools):
@@ -265,7 +266,7 @@ class FunctionInvokingChatClient:
                 yield update
             if finish.usage is not None:
                 usage = finish.usage + usage
-            content = "".join(text) or None
+            content = str(text) or None
 
             if (not calls or finish.finish_reason is FinishReason.LENGTH
                     or not tools_enabled):
