@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test conformance clean
+.PHONY: demo test conformance bench clean
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
@@ -21,5 +21,18 @@ conformance: $(STAMP)
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
+# Benchmarks compare with other libraries, installed in their own .bench-venv.
+BENCH_VENV := .bench-venv
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): setup.cfg pyproject.toml bench/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e . -r bench/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	cd bench && ../$(BENCH_VENV)/bin/python run.py
+
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) *.egg-info .pytest_cache

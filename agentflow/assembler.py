@@ -52,10 +52,22 @@ class TextBuffer:
             self._pieces = []
 
     def __str__(self) -> str:
-        return "".join(self._blocks) + "".join(self._pieces)
+        return "".join([*self._blocks, *self._pieces])
 
     def __bool__(self) -> bool:
         return bool(self._blocks or self._pieces)
+
+
+class _Discard:
+    """Stands in for a ``TextBuffer`` nobody will read."""
+
+    __slots__ = ()
+
+    def append(self, piece: str) -> None:
+        pass
+
+    def __str__(self) -> str:
+        return ""
 
 
 @dataclass
@@ -72,15 +84,19 @@ class _Slot:
 class ChunkAssembler:
     """Assembles one model turn from its chunks.
 
+    ``keep_text`` (default ``True``): keep the turn's text and reasoning for the
+    ``text`` and ``reasoning`` attributes; ``False`` saves the memory when only the
+    updates are wanted (the decorator assembles its own message from them).
+
     After ``finish``: ``text`` (str), ``reasoning`` (str), ``tool_calls``
     (list of ``ToolCall``), ``finish_reason`` (``FinishReason``), ``usage``
     (``Usage`` or ``None``) describe the turn; ``quirks`` (list of str) names each
     deviation from OpenAI's own format that was met, with the chunk number.
     """
 
-    def __init__(self) -> None:
-        self._text = TextBuffer()
-        self._reasoning = TextBuffer()
+    def __init__(self, keep_text: bool = True) -> None:
+        self._text = TextBuffer() if keep_text else _Discard()
+        self._reasoning = TextBuffer() if keep_text else _Discard()
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._raw_finish: str | None = None
@@ -347,7 +363,7 @@ def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = N
     when the bytes end mid-turn (SPEC §6). Pass your own ``assembler`` to read its
     ``quirks`` and totals afterwards.
     """
-    assembler = assembler if assembler is not None else ChunkAssembler()
+    assembler = assembler if assembler is not None else ChunkAssembler(keep_text=False)
     saw_done = False
     feed = assembler.feed
     for number, event in enumerate(iter_events(chunks), 1):

@@ -213,31 +213,21 @@ class FunctionInvokingChatClient:
                 [c.id for c in orphans])
         options = options.with_tool_approval_responses(())
         usage: Usage | None = None
-        rounds = failed_rounds = 0
+        rounds = failed_rounds = 0  # R8; R13
         tools_enabled = True
 
-        if pending:
+        if pending:  # R4: answer the calls of the paused turn before anything else
             machine.fire(LoopEvent.CALLS_PENDING)
-            outcomes = []
-            for call in pending:
+
+            def decide(call: ToolCall) -> tuple[bool, str | None]:
                 response = responses.get(call.id)
                 if approvals is not None and approvals.awaits(call.id):
-                    may_run, reason = approvals.decide(call, response, self.clock())
-                else:
-                    may_run = response is not None and response.approved
-                    reason = response.reason if response else None
-                if may_run:
-                    result, failed = self._invoke(call)
-                    outcomes.append(failed)
-                else:
-                    result = rejection_text(reason)
-                message = ChatMessage.tool(result, call.id)
-                messages.insert(insert_at, message)
-                insert_at += 1
-                on_message(message)
-                yield ToolResult(call.id, call.name, result)
-            rounds += 1
-            failed_rounds = failed_rounds + 1 if outcomes and all(outcomes) else 0
+                    return approvals.decide(call, response, self.clock())
+                return (response is not None and response.approved,
+                        response.reason if response else None)
+
+            outcomes = yield from self._answer(pending, decide, messages, insert_at, on_message)
+            rounds, failed_rounds = 1, 1 if outcomes and all(outcomes) else 0
             machine.fire(LoopEvent.RESULTS_ADDED)
         else:
             machine.fire(LoopEvent.NOTHING_PENDING)
@@ -301,17 +291,32 @@ class FunctionInvokingChatClient:
                 return
 
             machine.fire(LoopEvent.TOOLS_CALLED)
-            outcomes = []
-            for call in message.tool_calls:
+            outcomes = yield from self._answer(message.tool_calls, lambda call: (True, None),
+                                               messages, len(messages), on_message)
+            rounds += 1
+            failed_rounds = failed_rounds + 1 if outcomes and all(outcomes) else 0
+            machine.fire(LoopEvent.RESULTS_ADDED)
+
+    def _answer(self, calls: list[ToolCall], decide, messages: list[ChatMessage],
+                position: int, on_message) -> Iterator[AgentResponseUpdate]:
+        """Give each call, in order, its one result: run it if ``decide(call)`` says
+        ``(True, _)``, else ``Rejected: <reason>``. Each result goes into ``messages``
+        at ``position`` onwards and to ``on_message`` at once (R6, R10). Returns, per
+        call that ran, whether it failed (R13)."""
+        outcomes = []
+        for call in calls:
+            may_run, reason = decide(call)
+            if may_run:
                 result, failed = self._invoke(call)
                 outcomes.append(failed)
-                message = ChatMessage.tool(result, call.id)
-                messages.append(message)
-                on_message(message)
-                yield ToolResult(call.id, call.name, result)
-            rounds += 1
-            failed_rounds = failed_rounds + 1 if all(outcomes) else 0
-            machine.fire(LoopEvent.RESULTS_ADDED)
+            else:
+                result = rejection_text(reason)
+            message = ChatMessage.tool(result, call.id)
+            messages.insert(position, message)
+            position += 1
+            on_message(message)
+            yield ToolResult(call.id, call.name, result)
+        return outcomes
 
     def _invoke(self, call: ToolCall) -> tuple[str, bool]:
         """Run one call; return ``(result text, failed)`` (R13, R14)."""

@@ -20,8 +20,18 @@ def rss_mb() -> float:
     return pages * resource.getpagesize() / 1e6
 
 
+def peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM). Not ``ru_maxrss``: on Linux that keeps the
+    peak of the process that forked us, from before ``exec``."""
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e6
+    raise OSError("no VmHWM in /proc/self/status")
+
+
 def child(size: int) -> dict:
-    from agentflow import ChatClientAgent, OpenAIChatClient, TextDelta
+    from agentflow import AgentSession, ChatClientAgent, OpenAIChatClient, TextDelta
     from agentflow.replay import Reply, ReplayServer
 
     unit = text_body(1024 * 1024)
@@ -42,14 +52,17 @@ def child(size: int) -> dict:
         samples, seen, step = [], 0, max(1, repeats // 10)
         streamed_units = 0
         text_chars = 0
-        for update in agent.run("stream a lot"):
+        session = AgentSession()
+        for update in agent.run("stream a lot", session):
             if isinstance(update, TextDelta):
                 text_chars += len(update.text)
                 seen += 1
                 if seen % 20000 == 0:
                     samples.append(round(rss_mb() - baseline, 1))
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3  # KB on Linux
+        peak = peak_rss_mb()
+    text_bytes = sys.getsizeof(session.messages[-1].content)  # as Python holds it
     return {"body_mb": round(len(middle) * repeats / 1e6, 1), "text_mb": round(text_chars / 1e6, 1),
+            "text_memory_mb": round(text_bytes / 1e6, 1),
             "baseline_mb": round(baseline, 1), "peak_mb": round(peak, 1),
             "growth_mb": round(peak - baseline, 1), "samples_mb": samples}
 
