@@ -16,12 +16,10 @@ import json
 import os
 import pathlib
 import re
-import select
 import subprocess
 import sys
-import time
 
-import pytest
+from helpers_pty import PtyProcess
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 TIMEOUT = 60
@@ -175,68 +173,16 @@ def test_demo_without_flag_and_no_terminal_denies():
 
 # -- through a real pseudo-terminal -------------------------------------------------------
 
-class PtyDemo:
-    """``agentflow demo`` with stdin/stdout/stderr on a pseudo-terminal."""
+def pty_demo() -> PtyProcess:
+    """``agentflow demo`` on a pseudo-terminal (tests/helpers_pty.py)."""
+    return PtyProcess(["demo"], cwd=REPO, env=dict(os.environ))
 
-    def __init__(self):
-        self.master, slave = os.openpty()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "agentflow", "demo"], cwd=REPO,
-                stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                close_fds=True)
-        finally:
-            os.close(slave)
-        self.buffer = b""
 
-    def _read_some(self, wait: float) -> bool:
-        """Read what is available; False at end of output."""
-        ready, _, _ = select.select([self.master], [], [], wait)
-        if not ready:
-            return True
-        try:
-            data = os.read(self.master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            return False
-        if not data:
-            return False
-        self.buffer += data
-        return True
-
-    def expect(self, text: str) -> None:
-        """Read until ``text`` appears in the output (fails at end of output or after
-        the safety timeout, so a broken prompt cannot hang the suite)."""
-        deadline = time.monotonic() + TIMEOUT
-        while text.encode() not in self.buffer:
-            if time.monotonic() > deadline or not self._read_some(1.0):
-                self.close()
-                pytest.fail(f"never saw {text!r}; output so far:\n{self.text}")
-
-    def send(self, line: str) -> None:
-        os.write(self.master, line.encode() + b"\n")
-
-    def finish(self) -> str:
-        """Read to the end of output; the process must exit with status 0."""
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline and self._read_some(1.0):
-            pass
-        code = self.proc.wait(timeout=TIMEOUT)
-        self.close()
-        assert code == 0, self.text
-        return self.text
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        try:
-            os.close(self.master)
-        except OSError:
-            pass
-
-    @property
-    def text(self) -> str:
-        return self.buffer.decode("utf-8", "replace").replace("\r\n", "\n")
+def finish(demo: PtyProcess) -> str:
+    """Read to the end; the demo must exit with status 0. Returns all it showed."""
+    code = demo.wait()
+    assert code == 0, demo.text
+    return demo.text
 
 
 def test_demo_on_terminal_deny_with_typed_reason():
@@ -244,14 +190,14 @@ def test_demo_on_terminal_deny_with_typed_reason():
     ``n`` and the reason ``not today`` resumes with, by SPEC R7, exactly
     ``Rejected: not today`` for run_command and, by R5, ``Rejected: User denied`` for
     the echo sibling; run 2 ends with STOP (R9)."""
-    demo = PtyDemo()
+    demo = pty_demo()
     demo.expect("[y/N] ")
     prompt_line = demo.text.rsplit("\n", 1)[-1]
     assert prompt_line == 'Approve run_command {"command": "rm -rf /"}? [y/N] '
     demo.send("n")
     demo.expect("Reason (optional): ")
     demo.send("not today")
-    out = demo.finish()
+    out = finish(demo)
 
     run1, run2 = split_runs(out)
     check_run1(run1)
@@ -272,10 +218,10 @@ def test_demo_on_terminal_approve():
     """Demo contract on a terminal: answering ``y`` approves; by SPEC R4 the resumed
     run executes run_command (the pretend result) and by R5 rejects the echo sibling
     with ``Rejected: User denied``; no reason is asked for."""
-    demo = PtyDemo()
+    demo = pty_demo()
     demo.expect("[y/N] ")
     demo.send("y")
-    out = demo.finish()
+    out = finish(demo)
 
     run1, run2 = split_runs(out)
     check_run1(run1)
