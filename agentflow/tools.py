@@ -76,9 +76,12 @@ class FunctionTool(Tool):
         summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
         self.description = description if description is not None else summary
         self.parameters = schema_from_signature(func, param_docs)
+        # Enum parameters get their member, not the raw value; found once, not per call.
+        self._enums = {n: h for n, h in typing.get_type_hints(func).items()
+                       if isinstance(h, type) and issubclass(h, enum.Enum)}
 
     def invoke(self, arguments: dict) -> str:
-        result = self.func(**_check_arguments(self.parameters, arguments, self.func))
+        result = self.func(**_check_arguments(self.parameters, arguments, self._enums))
         if isinstance(result, str):
             return result
         if isinstance(result, bytes):
@@ -118,11 +121,11 @@ def tool(func: Callable | None = None, *, name: str | None = None,
     return FunctionTool(func, name=name, description=description)
 
 
-def _check_arguments(schema: dict, arguments: dict, func: Callable) -> dict:
+def _check_arguments(schema: dict, arguments: dict, enums: dict) -> dict:
     """Refuse arguments whose JSON type does not fit the schema (the model sent
-    ``"five"`` for an int), and turn enum values into the function's Enum members.
-    The ``TypeError`` becomes the ``Error: …`` result the model sees (SPEC R13)."""
-    hints = typing.get_type_hints(func)
+    ``"five"`` for an int), and turn values of the ``enums`` parameters (name → Enum
+    class) into members. The ``TypeError`` becomes the ``Error: …`` result the model
+    sees (SPEC R13)."""
     checked = dict(arguments)
     for name, value in arguments.items():
         prop = schema.get("properties", {}).get(name)
@@ -135,9 +138,8 @@ def _check_arguments(schema: dict, arguments: dict, func: Callable) -> dict:
                              for k in kinds):
             raise TypeError(f"argument {name!r} must be {' or '.join(kinds)}, got "
                             f"{json.dumps(value)[:80]}")
-        hint = hints.get(name)
-        if isinstance(hint, type) and issubclass(hint, enum.Enum):
-            checked[name] = hint(value)
+        if name in enums:
+            checked[name] = enums[name](value)
     return checked
 
 

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentflow.cases import case_replies
+from agentflow.cases import case_replies, load_case
 from agentflow.replay import ReplayServer
 
 CASES = Path(__file__).resolve().parent / "cases"
@@ -37,12 +37,7 @@ class Mismatch(Exception):
 
 def load_cases(folder: Path = CASES) -> list[dict]:
     """Every ``*.json`` case in ``folder``, in file-name order."""
-    cases = []
-    for path in sorted(folder.glob("*.json")):
-        case = json.loads(path.read_text(encoding="utf-8"))
-        case["_folder"] = path.parent
-        cases.append(case)
-    return cases
+    return [load_case(str(path)) for path in sorted(folder.glob("*.json"))]
 
 
 # -- normalising and comparing -----------------------------------------------------------
