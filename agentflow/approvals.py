@@ -22,27 +22,14 @@ finds no record and no pending call: ``ApprovalError``, nothing runs (SPEC R11, 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
+from .canonical import arguments_digest
 from .errors import ApprovalError
 from .types import ToolApprovalResponse, ToolCall
 
 EXPIRED_REASON = "approval expired"
-
-
-def arguments_digest(arguments: str) -> str:
-    """SHA-256 (hex) of a call's arguments in canonical form: the parsed JSON dumped
-    with sorted keys, no insignificant whitespace, UTF-8. Arguments that are not valid
-    JSON are hashed as the raw text."""
-    try:
-        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"),
-                               ensure_ascii=False)
-    except ValueError:
-        canonical = arguments
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def utc_iso(timestamp: float) -> str:

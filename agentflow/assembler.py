@@ -20,7 +20,7 @@ from typing import Iterable, Iterator
 
 from .errors import IncompleteStreamError, ProviderError
 from .sse import iter_events
-from .types import (AgentResponseUpdate, Finish, FinishReason, ReasoningDelta,
+from .types import (AgentResponseUpdate, ChatMessage, Finish, FinishReason, ReasoningDelta,
                     TextDelta, ToolCall, ToolCallArgs, ToolCallEnd, ToolCallStart,
                     Usage)
 
@@ -58,18 +58,6 @@ class TextBuffer:
         return bool(self._blocks or self._pieces)
 
 
-class _Discard:
-    """Stands in for a ``TextBuffer`` nobody will read."""
-
-    __slots__ = ()
-
-    def append(self, piece: str) -> None:
-        pass
-
-    def __str__(self) -> str:
-        return ""
-
-
 @dataclass
 class _Slot:
     index: int
@@ -82,11 +70,9 @@ class _Slot:
 
 
 class ChunkAssembler:
-    """Assembles one model turn from its chunks.
-
-    ``keep_text`` (default ``True``): keep the turn's text and reasoning for the
-    ``text`` and ``reasoning`` attributes; ``False`` saves the memory when only the
-    updates are wanted (the decorator assembles its own message from them).
+    """Assembles one model turn from its chunks. This is the only place a turn is
+    assembled: the last update, ``Finish``, carries the finished assistant message
+    (``Finish.message``), and the tool loop stores that message as it is.
 
     After ``finish``: ``text`` (str), ``reasoning`` (str), ``tool_calls``
     (list of ``ToolCall``), ``finish_reason`` (``FinishReason``), ``usage``
@@ -94,9 +80,9 @@ class ChunkAssembler:
     deviation from OpenAI's own format that was met, with the chunk number.
     """
 
-    def __init__(self, keep_text: bool = True) -> None:
-        self._text = TextBuffer() if keep_text else _Discard()
-        self._reasoning = TextBuffer() if keep_text else _Discard()
+    def __init__(self) -> None:
+        self._text = TextBuffer()
+        self._reasoning = TextBuffer()
         self._slots: list[_Slot] = []
         self._by_index: dict[int, _Slot] = {}
         self._raw_finish: str | None = None
@@ -307,7 +293,7 @@ class ChunkAssembler:
 
         Returns ``ToolCallEnd`` for each call in order, then ``Finish`` with the
         turn's finish reason (``TOOL_CALLS`` whenever calls were made, unless the turn
-        was cut by ``length``) and usage.
+        was cut by ``length``), usage, and the assembled assistant message.
 
         Raises ``IncompleteStreamError`` when neither a finish reason nor ``[DONE]``
         arrived: the connection dropped mid-turn.
@@ -333,7 +319,11 @@ class ChunkAssembler:
                 self._quirk(f"finish_reason {self._raw_finish!r} although tools were called")
             reason = FinishReason.TOOL_CALLS
         self.finish_reason = reason
-        updates.append(Finish(reason, self.usage))
+        calls = self.tool_calls
+        # A turn with neither text nor calls is "" rather than null: several providers
+        # refuse an assistant message whose content is null without tool calls (SPEC §6).
+        content = self.text or (None if calls else "")
+        updates.append(Finish(reason, self.usage, ChatMessage.assistant(content, calls)))
         return updates
 
 
@@ -363,7 +353,7 @@ def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = N
     when the bytes end mid-turn (SPEC §6). Pass your own ``assembler`` to read its
     ``quirks`` and totals afterwards.
     """
-    assembler = assembler if assembler is not None else ChunkAssembler(keep_text=False)
+    assembler = assembler if assembler is not None else ChunkAssembler()
     saw_done = False
     feed = assembler.feed
     for number, event in enumerate(iter_events(chunks), 1):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .approvals import ApprovalLedger
+from .canonical import canonical_json
 from .errors import AgentflowError
 from .types import ChatMessage, ToolCall
 
@@ -160,8 +161,7 @@ class AgentSession:
 
 
 def _canonical(data: dict) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False).encode("utf-8")
+    return canonical_json(data).encode("utf-8", "surrogatepass")
 
 
 def _sign(data: dict, secret: str | bytes) -> str:

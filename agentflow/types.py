@@ -200,11 +200,20 @@ class ToolApprovalRequest(AgentResponseUpdate):
 
 @dataclass
 class Finish(AgentResponseUpdate):
-    """Always the last update of a run. ``usage`` is ``None`` when no model call of the
-    run reported token counts."""
+    """Always the last update of a run (SPEC R9), and of one model turn.
+
+    Attributes:
+        finish_reason: why it ended (``FinishReason``).
+        usage: token counts (``Usage``) summed over the run's model calls, or ``None``
+            when no model call reported them.
+        message: on a provider client's ``Finish`` (one model turn), the assembled
+            assistant ``ChatMessage`` of that turn, which the tool loop stores as it
+            is; ``None`` on the ``Finish`` a caller of ``run`` sees. Not compared.
+    """
 
     finish_reason: FinishReason
     usage: Usage | None = None
+    message: ChatMessage | None = field(default=None, compare=False, repr=False)
 
 
 # -- the caller's side ---------------------------------------------------------------
