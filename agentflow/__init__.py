@@ -1,33 +1,37 @@
 """agentflow: a small synchronous LLM agent whose risky tool calls wait for a human.
 
-The contract is SPEC.md (rules R1…R15); the names below are its §3.
+The contract is SPEC.md (rules R1…R22); the names below are the ones its §3 puts in a
+caller's hands. Everything else is reachable by module path, as in ``requests``:
+``agentflow.function_invoking.LoopState``, ``agentflow.approvals.ApprovalLedger``,
+``agentflow.canonical.arguments_digest``, ``agentflow.errors.ProviderTimeoutError`` …
 """
 
-from .agent import ChatClientAgent
-from .context import Context, ContextProvider
-from .errors import (AgentflowError, ApprovalError, IncompleteStreamError,
-                     LoopStateError, ProviderError, ProviderTimeoutError)
-from .function_invoking import FunctionInvokingChatClient, LoopEvent, LoopState
+from .agent import ChatClientAgent, Context, ContextProvider
+from .errors import AgentflowError, ApprovalError, ProviderError, SessionError
+from .function_invoking import FunctionInvokingChatClient
 from .openai_client import OpenAIChatClient
-from .approvals import ApprovalLedger, AuditRecord, PendingApproval, arguments_digest
-from .session import AgentSession, SessionError, SessionIntegrityError, SessionLockedError
+from .session import AgentSession
 from .tools import ApprovalRequiredTool, FunctionTool, Tool, tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
                     FinishReason, MessageRole, ReasoningDelta, TextDelta,
-                    ToolApprovalRequest, ToolApprovalResponse, ToolCall, ToolCallArgs,
-                    ToolCallEnd, ToolCallStart, ToolResult, Usage)
+                    ToolApprovalRequest, ToolApprovalResponse, ToolCallArgs, ToolCallEnd,
+                    ToolCallStart, ToolResult)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "AgentResponseUpdate", "AgentRunOptions", "AgentSession", "AgentflowError",
-    "ApprovalError", "ApprovalLedger", "ApprovalRequiredTool", "AuditRecord",
-    "PendingApproval", "SessionError", "SessionIntegrityError", "SessionLockedError",
-    "arguments_digest", "ChatClientAgent", "ChatMessage", "Context",
-    "ContextProvider", "Finish", "FinishReason", "FunctionInvokingChatClient",
-    "FunctionTool", "IncompleteStreamError", "LoopEvent", "LoopState", "LoopStateError",
-    "MessageRole", "OpenAIChatClient", "ProviderError", "ProviderTimeoutError",
-    "ReasoningDelta", "TextDelta", "Tool", "ToolApprovalRequest", "ToolApprovalResponse",
-    "ToolCall", "ToolCallArgs", "ToolCallEnd", "ToolCallStart", "ToolResult", "Usage",
-    "tool",
+    # running an agent
+    "ChatClientAgent", "OpenAIChatClient", "FunctionInvokingChatClient", "AgentSession",
+    "AgentRunOptions", "Context", "ContextProvider",
+    # messages
+    "ChatMessage", "MessageRole",
+    # what a run yields
+    "AgentResponseUpdate", "TextDelta", "ReasoningDelta", "ToolCallStart", "ToolCallArgs",
+    "ToolCallEnd", "ToolResult", "ToolApprovalRequest", "Finish", "FinishReason",
+    # answering approvals
+    "ToolApprovalResponse",
+    # tools
+    "Tool", "FunctionTool", "ApprovalRequiredTool", "tool",
+    # errors
+    "AgentflowError", "ApprovalError", "ProviderError", "SessionError",
 ]

@@ -1,19 +1,65 @@
-"""``ChatClientAgent``: the caller's entry point (SPEC §2, R1, R10).
+"""``ChatClientAgent``, the caller's entry point, and its context providers
+(SPEC §2, R1, R10).
 
-It assembles the prompt (instructions, context providers, session history, input),
-hands it to the ``FunctionInvokingChatClient``, forwards every update, and appends
-each new message to the session as the loop reports it.
+The agent assembles the prompt (instructions, context providers, session history),
+hands it and the run's input to the ``FunctionInvokingChatClient``, forwards every
+update, and appends each new message to the session as the loop reports it. Where the
+input goes (R6) and when it is stored (R10) is the loop's business, in one place.
+
+A context provider is code that adds to the prompt before a run and sees what the run
+produced after it (R1): a memory, a retrieval step or a clock are typical ones.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .context import ContextProvider
 from .function_invoking import FunctionInvokingChatClient
 from .session import AgentSession
-from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
-                    MessageRole)
+from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
+
+
+@dataclass
+class Context:
+    """What a context provider adds to one run (SPEC R1).
+
+    Attributes:
+        instructions: str sent as a system message after the agent's own, or ``None``.
+        messages: list of ``ChatMessage`` sent after that and before the session
+            history. Neither is stored in the session.
+    """
+
+    instructions: str | None = None
+    messages: list[ChatMessage] = field(default_factory=list)
+
+
+class ContextProvider:
+    """Base class of context providers; override either hook. Providers run in the
+    order given to the agent (SPEC R1)."""
+
+    def on_invoking(self, messages: list[ChatMessage], session) -> Context | None:
+        """Called before the first model call of a run.
+
+        Args:
+            messages: the run's input messages (list of ``ChatMessage``).
+            session: the ``AgentSession``.
+
+        Returns:
+            A ``Context`` to add to this run's prompt, or ``None``.
+        """
+        return None
+
+    def on_invoked(self, request_messages: list[ChatMessage],
+                   response_messages: list[ChatMessage], session) -> None:
+        """Called after a run ended normally, whatever its finish reason.
+
+        Args:
+            request_messages: the run's input messages.
+            response_messages: every message the run added to the session after them
+                (assistant and tool), oldest first.
+            session: the ``AgentSession``.
+        """
 
 
 class ChatClientAgent:
@@ -83,28 +129,17 @@ class ChatClientAgent:
                 if context.instructions:
                     prompt.append(ChatMessage.system(context.instructions))
                 prompt.extend(context.messages)
-        prompt += session.messages + new_input
-
-        unsaved_input = list(new_input)
+        prompt += session.messages
         added: list[ChatMessage] = []
-
-        def save_input() -> None:
-            # R6/R10: input is stored with the first model turn, after any tool
-            # results a resume produced.
-            session.messages.extend(unsaved_input)
-            unsaved_input.clear()
+        given = {id(message) for message in new_input}
 
         def on_message(message: ChatMessage) -> None:
-            if message.role is MessageRole.ASSISTANT:
-                save_input()
             session.messages.append(message)
-            added.append(message)
+            if id(message) not in given:
+                added.append(message)
 
-        for update in self.chat_client.run(prompt, options, on_message=on_message,
-                                           approvals=session.approvals):
-            if isinstance(update, Finish):
-                save_input()
-            yield update
+        yield from self.chat_client.run(prompt, options, on_message=on_message,
+                                        approvals=session.approvals, new_messages=new_input)
         for provider in self.context_providers:
             provider.on_invoked(list(new_input), added, session)
 

@@ -22,12 +22,14 @@ finds no record and no pending call: ``ApprovalError``, nothing runs (SPEC R11, 
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from .canonical import arguments_digest
 from .errors import ApprovalError
-from .types import ToolApprovalResponse, ToolCall
+from .types import ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 EXPIRED_REASON = "approval expired"
 
@@ -36,6 +38,14 @@ def utc_iso(timestamp: float) -> str:
     """A POSIX timestamp (seconds) as UTC ISO 8601, e.g. ``2026-11-30T08:40:00Z``."""
     moment = datetime.fromtimestamp(timestamp, timezone.utc)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class Decision(NamedTuple):
+    """Whether a pending call may run; ``reason`` is what a rejection sends (``None``:
+    the default, SPEC R7)."""
+
+    may_run: bool
+    reason: str | None = None
 
 
 @dataclass
@@ -112,10 +122,18 @@ class ApprovalLedger:
                 "arguments. Nothing was executed.", mismatched)
 
     def decide(self, call: ToolCall, response: ToolApprovalResponse | None,
-               now: float) -> tuple[bool, str | None]:
+               now: float) -> Decision:
         """Consume the record of ``call`` (which must have one) and log the decision.
-        Returns ``(may_run, reason)``: the reason is what a rejection sends (``None``
-        means the default, SPEC R7)."""
+
+        Args:
+            call: the pending ``ToolCall``.
+            response: the caller's ``ToolApprovalResponse`` for it, or ``None``.
+            now: the time of the decision (POSIX seconds).
+
+        Returns:
+            A ``Decision``; an expired record is a rejection with reason
+            ``approval expired`` whatever the response says.
+        """
         record = next(r for r in self.pending if r.call_id == call.id)
         self.pending.remove(record)
         if record.expires_at is not None and now > record.expires_at:
@@ -130,17 +148,42 @@ class ApprovalLedger:
             record.call_id, record.tool, record.digest, outcome, reason,
             response.approver if response is not None else None,
             utc_iso(record.issued_at), utc_iso(now)))
-        return may_run, reason
+        return Decision(may_run, reason)
 
     def awaits(self, call_id: str) -> bool:
+        """Whether ``call_id`` (str) has a pending record."""
         return any(r.call_id == call_id for r in self.pending)
 
     def to_dict(self) -> dict:
+        """JSON-safe form: ``{"pending": [record dicts], "audit": [record dicts]}``."""
         return {"pending": [asdict(r) for r in self.pending],
                 "audit": [asdict(r) for r in self.audit]}
 
     @classmethod
     def from_dict(cls, data: dict | None) -> "ApprovalLedger":
+        """The inverse of ``to_dict``; ``None`` gives an empty ledger."""
         data = data or {}
         return cls([PendingApproval(**r) for r in data.get("pending", [])],
                    [AuditRecord(**r) for r in data.get("audit", [])])
+
+
+def approval_request(call: ToolCall, description: str,
+                     record: PendingApproval | None = None) -> ToolApprovalRequest:
+    """The ``ToolApprovalRequest`` a human sees for ``call`` (SPEC R3, §3).
+
+    Args:
+        call: the ``ToolCall`` waiting for approval.
+        description: the tool's description (str).
+        record: its ``PendingApproval``, whose digest the request carries; without one
+            the digest is computed from the call's arguments.
+
+    Returns:
+        The request; its ``arguments`` are the parsed JSON, or ``None`` when the
+        model's text is not valid JSON.
+    """
+    try:
+        arguments = json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        arguments = None
+    digest = record.digest if record is not None else arguments_digest(call.arguments)
+    return ToolApprovalRequest(call.id, call.name, arguments, description, digest)

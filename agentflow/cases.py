@@ -10,8 +10,9 @@ import json
 from pathlib import Path
 
 import agentflow
+import agentflow.errors
 from .agent import ChatClientAgent
-from .context import Context, ContextProvider
+from .agent import Context, ContextProvider
 from .errors import AgentflowError
 from .openai_client import OpenAIChatClient
 from .replay import Reply, ReplayServer
@@ -144,7 +145,7 @@ class CaseDriver:
 
 def _error_kind(exc: Exception) -> str:
     for kind in ("ApprovalError", "IncompleteStreamError", "ProviderError"):
-        if isinstance(exc, getattr(agentflow, kind)):
+        if isinstance(exc, getattr(agentflow.errors, kind)):
             return kind
     return type(exc).__name__
 

@@ -181,9 +181,8 @@ class Chat:
         """The responses to ``requests``, or ``None`` to leave them pending."""
         approver = _user()
         if self.args.approve_all or self.args.deny_all:
-            return [ToolApprovalResponse(r.call_id, bool(self.args.approve_all),
-                                         None if self.args.approve_all else "denied by --deny-all",
-                                         r.digest, approver) for r in requests]
+            return [r.approve(approver) if self.args.approve_all
+                    else r.reject("denied by --deny-all", approver) for r in requests]
         if not self.interactive or self.args.json:
             return None
         always = self.session.state.setdefault(ALWAYS, [])
@@ -191,8 +190,7 @@ class Chat:
         for request in requests:
             if request.name in always:
                 self.say(f"  (approved: you said 'always' for {request.name})")
-                responses.append(ToolApprovalResponse(request.call_id, True, None,
-                                                      request.digest, approver))
+                responses.append(request.approve(approver))
                 continue
             self.show(request)
             try:
@@ -203,8 +201,8 @@ class Chat:
             if approved == "always":
                 always.append(request.name)
                 approved = True
-            responses.append(ToolApprovalResponse(request.call_id, approved, reason,
-                                                  request.digest, approver))
+            responses.append(request.approve(approver) if approved
+                             else request.reject(reason, approver))
         self.save()
         return responses
 
@@ -249,22 +247,8 @@ class Chat:
         return EXIT_PAUSED
 
     def pending_requests(self) -> list[ToolApprovalRequest]:
-        """The approval requests of a session that was left paused, rebuilt from its
-        ledger and history."""
-        calls = {c.id: c for c in self.session.pending_tool_calls}
-        requests = []
-        for record in self.session.approvals.pending:
-            call = calls.get(record.call_id)
-            if call is None:
-                continue
-            try:
-                arguments = json.loads(call.arguments)
-            except ValueError:
-                arguments = None
-            tool = self.tools.get(call.name)
-            requests.append(ToolApprovalRequest(call.id, call.name, arguments,
-                                                tool.description if tool else "", record.digest))
-        return requests
+        """The approval requests of a session that was left paused."""
+        return self.session.approval_requests(self.tools.values())
 
     def responses_from_flags(self) -> list[ToolApprovalResponse]:
         digests = {r.call_id: r.digest for r in self.session.approvals.pending}

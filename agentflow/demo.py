@@ -14,7 +14,7 @@ import sys
 
 from . import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
                Finish, OpenAIChatClient, TextDelta, ToolApprovalRequest,
-               ToolApprovalResponse, ToolCallStart, ToolResult, tool)
+               ToolCallStart, ToolResult, tool)
 from .replay import ReplayServer, chat_stream
 
 USER_REQUEST = "My disk is full. Please free some space."
@@ -134,7 +134,7 @@ def main(approve: bool | None = None, reason: str | None = None) -> int:
               "the model may call it again)")
 
         server.queue(second_turn(approved, reason))
-        responses = [ToolApprovalResponse(r.call_id, approved, reason) for r in requests]
+        responses = [r.approve() if approved else r.reject(reason) for r in requests]
         print("\n== run 2 (resume)")
         finish2 = _show(agent.run([], session,
                                   AgentRunOptions().with_tool_approval_responses(responses)))

@@ -60,6 +60,19 @@ class ApprovalError(AgentflowError):
         super().__init__(message)
 
 
+class SessionError(AgentflowError):
+    """A saved session could not be used as it is (SPEC R15, R17)."""
+
+
+class SessionIntegrityError(SessionError):
+    """A saved session's signature is missing, unexpected or wrong: the file was
+    changed after it was signed, or the wrong secret was given."""
+
+
+class SessionLockedError(SessionError):
+    """Another process holds the session's lock file: it is resuming that session."""
+
+
 class LoopStateError(AgentflowError):
     """An illegal transition of the tool loop's state machine was attempted. This is a
     bug in agentflow (or in a subclass of ``FunctionInvokingChatClient``), never a

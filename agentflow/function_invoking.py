@@ -2,37 +2,60 @@
 
 Theory of operation
 -------------------
-``FunctionInvokingChatClient`` wraps a provider client (anything with
-``run(messages, options, tools)`` yielding updates) and runs the tools the model
-calls. One ``run`` is one walk through a small state machine::
+``FunctionInvokingChatClient`` wraps a provider client (anything whose
+``run(messages, options, tools)`` yields updates ending in a ``Finish`` that carries
+the turn's assembled message) and runs the tools the model calls. One ``run`` is one
+walk through the state machine below. Everything that changes the state lives in this
+file: the current state picks the step to run (``_STEPS``), the step does its I/O and
+returns an event, and ``TRANSITIONS`` alone says where that event leads. A move the
+table does not list raises ``LoopStateError``::
 
-    START ──calls pending──▶ RESUMING ──results added──▶ CALLING_MODEL
-      └────nothing pending──────────────────────────────────▲  │
-                                                            │  ├─turn ended──────▶ DONE
-                              INVOKING_TOOLS ◀─tools called─┼──┤
-                                    └──results added────────┘  ├─approval needed─▶ AWAITING_APPROVAL
-                                                               └─round limit─────▶ DONE
+        ┌─────────────────── the caller's previous run paused (saved session) ◀────────┐
+        ▼                                                                               │
+      START ──calls pending──▶ RESUMING ──round limit──────────────────────▶ DONE      │
+        │                         │                                          ▲  ▲       │
+        │ nothing pending         │ results added                turn ended │  │       │
+        ▼                         ▼                                          │  │       │
+      CALLING_MODEL ◀─────────────┴──────────────results added─┐             │  │       │
+        │  │                                                    │             │  │       │
+        │  └────────────────────────────────────────────────────┼─────────────┘  │       │
+        │ tools called                                          │  round limit   │       │
+        ▼                                                       │                │       │
+      AT_GATE ──no approval needed──▶ INVOKING_TOOLS ───────────┴────────────────┘       │
+        │                                                                                │
+        └──approval needed──▶ AWAITING_APPROVAL ────────────────────────────────────────┘
 
-* **START.** If the last assistant message with tool calls still has calls without
-  a ``tool`` result, the run is a resume (SPEC R4); otherwise the model is called.
-  The caller's approval responses are checked first: one that names no pending call
-  is an ``ApprovalError`` before anything runs (R11).
-* **RESUMING.** Each pending call, in call order: approved → executed; anything else
-  → ``Rejected: <reason>`` (R4, R5, R7). Results go right after the assistant
-  message they answer, before any new input (R6). That counts as one round.
-* **CALLING_MODEL.** One round: stream one model turn, forwarding text, reasoning and
-  tool-call updates as they come, but not the provider's ``Finish`` (R9). When the
-  round counter has reached ``max_rounds``, end with ``MAX_ROUNDS`` instead (R8).
-* **The approval gate** sits at the end of a model turn: if any called tool requires
-  approval, persist the assistant message, emit one ``ToolApprovalRequest`` per such
-  call and end with ``AWAITING_APPROVAL``; nothing of that turn runs (R3, R5).
-* **INVOKING_TOOLS.** Otherwise run every call in order (R2); failures and bad calls
-  become ``Error: …`` results (R13, R14); then call the model again.
+      any non-final state ──error (an exception left the step)──▶ FAILED
 
-Every message is handed to the ``on_message`` callback as soon as its step completes
-(R10), which is how ``ChatClientAgent`` persists the session. A model call that fails
-hands over nothing. ``TRANSITIONS`` below is the whole machine: ``fire`` refuses any
-other move with ``LoopStateError``.
+* **START** (``_start``). The caller's approval responses are checked before anything
+  runs: one that names no pending call is an ``ApprovalError`` (SPEC R11), and so is
+  an ambiguous pending turn (R17). Calls of the last tool-call turn without a result
+  mean the previous run paused: resume. Otherwise this run's input joins the prompt.
+* **RESUMING** (``_resume``). Each pending call, in call order: approved → run;
+  anything else → ``Rejected: <reason>`` (R4, R5, R7). Then the run's input joins the
+  prompt, after those results (R6). That was one round; at ``max_rounds`` the run ends
+  (R8) without calling the model.
+* **CALLING_MODEL** (``_call_model``). One round: stream one model turn, forwarding
+  text, reasoning and tool-call updates as they come, but not the provider's
+  ``Finish`` (R9). A turn without calls, cut by ``length`` or stopped by the content
+  filter (R14), or made while tools are disabled (R13), ends the run.
+* **AT_GATE** (``_gate``), the approval gate: if any called tool requires approval,
+  emit one ``ToolApprovalRequest`` per such call and stop; nothing of that turn runs
+  (R3, R5). The assistant message was already stored, so the pause is a saved state.
+* **INVOKING_TOOLS** (``_invoke_all``). Run every call in order (R2); failures and bad
+  calls become ``Error: …`` results (R13, R14). Then the model again, unless the round
+  limit is reached.
+* **DONE / AWAITING_APPROVAL** end the run with exactly one ``Finish`` (R9). The step
+  across runs is not a transition: a paused run's state *is* its saved session, and
+  the next run's ``START`` finds the pending calls there.
+* **FAILED**: an exception left a step. Every step stored so far stays stored and the
+  failed step stored nothing (R10). A caller that stops iterating (closes the
+  generator) is not a failure: the machine simply goes no further.
+
+Every message is handed to ``on_message`` as soon as its step completes (R10), which is
+how ``ChatClientAgent`` persists the session: the run's input together with the first
+completed model turn (or at the end, when no model call completes), then each assistant
+message and each tool result.
 """
 
 from __future__ import annotations
@@ -41,24 +64,30 @@ import dataclasses
 import enum
 import json
 import time
-from typing import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from .approvals import ApprovalLedger, arguments_digest
-from .assembler import TextBuffer
-from .errors import ApprovalError, LoopStateError
+from .approvals import ApprovalLedger, Decision, approval_request
+from .errors import ApprovalError, LoopStateError, ProviderError
 from .tools import FunctionTool, Tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
-                    FinishReason, MessageRole, TextDelta, ToolApprovalRequest, ToolCall,
-                    ToolCallArgs, ToolCallStart, ToolResult, Usage)
+                    FinishReason, MessageRole, ToolApprovalResponse, ToolCall, ToolResult,
+                    Usage)
 
-DEFAULT_REJECTION_REASON = "User denied"
+DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
 MAX_CONSECUTIVE_FAILED_ROUNDS = 3  # SPEC R13
 
 
 class LoopState(enum.Enum):
+    """Where one run of the tool loop is (see the module's theory of operation).
+
+    ``DONE``, ``AWAITING_APPROVAL`` and ``FAILED`` are final: no transition leaves them.
+    """
+
     START = "start"
     RESUMING = "resuming"
     CALLING_MODEL = "calling_model"
+    AT_GATE = "at_gate"
     INVOKING_TOOLS = "invoking_tools"
     AWAITING_APPROVAL = "awaiting_approval"
     DONE = "done"
@@ -66,40 +95,55 @@ class LoopState(enum.Enum):
 
 
 class LoopEvent(enum.Enum):
-    CALLS_PENDING = "calls pending"          # the history ends with unanswered calls
-    NOTHING_PENDING = "nothing pending"
-    RESULTS_ADDED = "results added"          # one round of tool results is in
-    ROUND_LIMIT = "round limit"              # R8
-    TURN_ENDED = "turn ended"                # stop, length, content_filter
-    TOOLS_CALLED = "tools called"            # R2
-    APPROVAL_NEEDED = "approval needed"      # R3
-    ERROR = "error"                          # an exception left the loop
+    """What a step reports when it ends; ``TRANSITIONS`` maps it to the next state."""
 
+    CALLS_PENDING = "calls pending"            # the history ends with unanswered calls (R4)
+    NOTHING_PENDING = "nothing pending"
+    RESULTS_ADDED = "results added"            # one round of tool results is in (R2)
+    ROUND_LIMIT = "round limit"                # the next model call would exceed max_rounds (R8)
+    TURN_ENDED = "turn ended"                  # stop, length, content_filter (R14)
+    TOOLS_CALLED = "tools called"              # the model's turn ended with calls
+    APPROVAL_NEEDED = "approval needed"        # R3
+    NO_APPROVAL_NEEDED = "no approval needed"  # R2
+    ERROR = "error"                            # an exception left the step
+
+
+TERMINAL = frozenset({LoopState.DONE, LoopState.AWAITING_APPROVAL, LoopState.FAILED})
 
 TRANSITIONS: dict[tuple[LoopState, LoopEvent], LoopState] = {
     (LoopState.START, LoopEvent.CALLS_PENDING): LoopState.RESUMING,
     (LoopState.START, LoopEvent.NOTHING_PENDING): LoopState.CALLING_MODEL,
     (LoopState.RESUMING, LoopEvent.RESULTS_ADDED): LoopState.CALLING_MODEL,
-    (LoopState.CALLING_MODEL, LoopEvent.ROUND_LIMIT): LoopState.DONE,
+    (LoopState.RESUMING, LoopEvent.ROUND_LIMIT): LoopState.DONE,
     (LoopState.CALLING_MODEL, LoopEvent.TURN_ENDED): LoopState.DONE,
-    (LoopState.CALLING_MODEL, LoopEvent.TOOLS_CALLED): LoopState.INVOKING_TOOLS,
-    (LoopState.CALLING_MODEL, LoopEvent.APPROVAL_NEEDED): LoopState.AWAITING_APPROVAL,
+    (LoopState.CALLING_MODEL, LoopEvent.TOOLS_CALLED): LoopState.AT_GATE,
+    (LoopState.AT_GATE, LoopEvent.APPROVAL_NEEDED): LoopState.AWAITING_APPROVAL,
+    (LoopState.AT_GATE, LoopEvent.NO_APPROVAL_NEEDED): LoopState.INVOKING_TOOLS,
     (LoopState.INVOKING_TOOLS, LoopEvent.RESULTS_ADDED): LoopState.CALLING_MODEL,
+    (LoopState.INVOKING_TOOLS, LoopEvent.ROUND_LIMIT): LoopState.DONE,
     **{(state, LoopEvent.ERROR): LoopState.FAILED
-       for state in (LoopState.START, LoopState.RESUMING, LoopState.CALLING_MODEL,
-                     LoopState.INVOKING_TOOLS)},
+       for state in LoopState if state not in TERMINAL},
 }
 
 
 class LoopMachine:
-    """The state of one run. ``fire(event)`` moves along ``TRANSITIONS`` or raises
-    ``LoopStateError``; ``on_transition(old, event, new)`` sees every move."""
+    """The state of one run, moved only by ``fire``.
+
+    Args:
+        on_transition: optional callback ``(old: LoopState, event: LoopEvent,
+            new: LoopState) -> None`` called after every move, for tracing.
+    """
 
     def __init__(self, on_transition: Callable | None = None):
         self.state = LoopState.START
         self._on_transition = on_transition
 
     def fire(self, event: LoopEvent) -> LoopState:
+        """Move along ``TRANSITIONS``; returns the new state.
+
+        Raises:
+            LoopStateError: the table has no move for ``event`` in the current state.
+        """
         new = TRANSITIONS.get((self.state, event))
         if new is None:
             raise LoopStateError(f"illegal transition: {event.value!r} in state "
@@ -110,13 +154,38 @@ class LoopMachine:
         return new
 
 
-def pending_calls(messages: Sequence[ChatMessage]) -> tuple[int, list[ToolCall], set[str]]:
+class PendingTurn(NamedTuple):
+    """The calls of the last tool-call turn that still wait for a result (SPEC R4).
+
+    Attributes:
+        insert_at: the position in the messages right after that assistant message and
+            the ``tool`` results that follow it: where new results go (R6).
+        calls: its calls without a result, in call order (list of ``ToolCall``).
+        answered: the ids (set of str) of its calls that have a result.
+    """
+
+    insert_at: int
+    calls: list
+    answered: set
+
+
+class Outcome(NamedTuple):
+    """What a call produced: ``text`` sent to the model, and whether it ``failed``
+    (an ``Error: …`` result, counted by SPEC R13)."""
+
+    text: str
+    failed: bool
+
+
+def pending_calls(messages: Sequence[ChatMessage]) -> PendingTurn:
     """Find the calls still waiting for a result (SPEC R4).
 
-    Returns ``(insert_at, pending, answered)``: the position right after the last
-    assistant tool-call message and the ``tool`` results that follow it (where new
-    results belong, R6); its calls that have no result yet, in call order; and the
-    ids of those that have one. ``(len(messages), [], set())`` when there is none.
+    Args:
+        messages: the conversation, oldest first.
+
+    Returns:
+        A ``PendingTurn``; ``PendingTurn(len(messages), [], set())`` when no assistant
+        message has tool calls.
     """
     for position in range(len(messages) - 1, -1, -1):
         message = messages[position]
@@ -129,8 +198,8 @@ def pending_calls(messages: Sequence[ChatMessage]) -> tuple[int, list[ToolCall],
                 answered.add(messages[insert_at].tool_call_id)
                 insert_at += 1
             pending = [call for call in message.tool_calls if call.id not in answered]
-            return insert_at, pending, answered
-    return len(messages), [], set()
+            return PendingTurn(insert_at, pending, answered)
+    return PendingTurn(len(messages), [], set())
 
 
 def rejection_text(reason: str | None) -> str:
@@ -141,17 +210,68 @@ def rejection_text(reason: str | None) -> str:
     return f"Rejected: {reason}"
 
 
+@dataclass
+class RunState:
+    """Everything one run knows besides its ``LoopState``; only the steps change it.
+
+    ``messages`` is the prompt the model sees next; ``later`` what joins it once the
+    pending calls are answered (R6); ``unsaved`` the run's input not yet handed to
+    ``on_message`` (R10). ``rounds`` counts model rounds (R8), ``failed_rounds``
+    consecutive rounds in which every call failed (R13); ``usage`` sums tokens.
+    """
+
+    messages: list[ChatMessage]
+    options: AgentRunOptions
+    on_message: Callable[[ChatMessage], None]
+    approvals: ApprovalLedger | None
+    later: list[ChatMessage] = field(default_factory=list)
+    unsaved: list[ChatMessage] = field(default_factory=list)
+    pending: list[ToolCall] = field(default_factory=list)
+    responses: dict[str, ToolApprovalResponse] = field(default_factory=dict)
+    turn: ChatMessage | None = None  # the assistant message whose calls are at hand
+    rounds: int = 0
+    failed_rounds: int = 0
+    usage: Usage | None = None
+    finish_reason: FinishReason = FinishReason.STOP
+
+    def store(self, message: ChatMessage) -> None:
+        """Add ``message`` to the prompt and hand it over for persisting (R10); the
+        run's input goes first, with the first completed model turn."""
+        if message.role is MessageRole.ASSISTANT:
+            self.store_input()
+        self.messages.append(message)
+        self.on_message(message)
+
+    def store_input(self) -> None:
+        for message in self.unsaved:
+            self.on_message(message)
+        self.unsaved.clear()
+
+    def next_round(self) -> "LoopEvent":
+        """``RESULTS_ADDED`` while another model call fits in ``max_rounds``, else
+        ``ROUND_LIMIT`` (R8)."""
+        if self.rounds >= self.options.max_rounds:
+            self.finish_reason = FinishReason.MAX_ROUNDS
+            return LoopEvent.ROUND_LIMIT
+        return LoopEvent.RESULTS_ADDED
+
+
 class FunctionInvokingChatClient:
     """Runs the model's tool calls and pauses for approval (SPEC §4).
 
     Args:
-        inner: the provider client, e.g. ``OpenAIChatClient``.
+        inner: the provider client, e.g. ``OpenAIChatClient``: ``run(messages,
+            options, tools)`` yields updates, the last a ``Finish`` whose ``message``
+            is the turn's assembled assistant message.
         tools: the ``Tool`` objects offered to the model (plain functions are wrapped
             in ``FunctionTool``).
         on_transition: optional callback ``(old: LoopState, event: LoopEvent,
             new: LoopState)`` called on every state change, for tracing.
         approval_ttl: seconds an approval request stays valid; an answer after that
             counts as a rejection with reason ``approval expired``. ``None``: forever.
+
+    Raises:
+        ValueError: two tools share a name.
     """
 
     def __init__(self, inner, tools: Iterable = (), on_transition: Callable | None = None,
@@ -165,182 +285,204 @@ class FunctionInvokingChatClient:
         if doubled:
             raise ValueError(f"two tools share the name(s) {', '.join(doubled)}; the model "
                              "could not tell them apart")
+        self._by_name = {t.name: t for t in self.tools}
         self.on_transition = on_transition
 
     def _tool(self, name: str) -> Tool | None:
-        return next((t for t in self.tools if t.name == name), None)
+        return self._by_name.get(name)
 
     def run(self, messages: Sequence[ChatMessage], options: AgentRunOptions | None = None,
             on_message: Callable[[ChatMessage], None] | None = None,
-            approvals: ApprovalLedger | None = None) -> Iterator[AgentResponseUpdate]:
-        """Run the loop over ``messages`` (the full prompt, oldest first).
+            approvals: ApprovalLedger | None = None,
+            new_messages: Sequence[ChatMessage] = ()) -> Iterator[AgentResponseUpdate]:
+        """Run the loop; a generator of updates.
 
-        Yields the caller-visible updates; the last is always one ``Finish`` whose
-        reason is ``STOP``, ``LENGTH``, ``CONTENT_FILTER``, ``AWAITING_APPROVAL`` or
-        ``MAX_ROUNDS`` (R9). ``on_message(message)`` receives each new assistant and
-        tool message as its step completes (R10). ``approvals``, the session's
-        ``ApprovalLedger``, binds each decision to the call it was asked for
-        (``approvals.py``); without it only the history is checked.
+        Args:
+            messages: the prompt so far, oldest first (instructions, context, history).
+            options: ``AgentRunOptions``; its ``tool_approval_responses`` answer a
+                paused turn (R4).
+            on_message: called with each new message as its step completes (R10):
+                ``new_messages`` with the first completed model turn, then every
+                assistant and tool message.
+            approvals: the session's ``ApprovalLedger``, which binds each decision to
+                the call it was asked for (``approvals.py``); without it only the
+                history is checked.
+            new_messages: this run's input; placed after the results of any pending
+                calls, never between a tool-call message and its results (R6).
 
-        Raises ``ApprovalError`` (R11) before anything executes, and lets the provider
-        client's errors through (``ProviderError`` and its subclasses).
+        Yields:
+            The caller-visible updates; the last is always one ``Finish`` whose reason
+            is ``STOP``, ``LENGTH``, ``CONTENT_FILTER``, ``AWAITING_APPROVAL`` or
+            ``MAX_ROUNDS`` (R9).
+
+        Raises:
+            ApprovalError: responses that fit no pending call, or an ambiguous pending
+                turn (R11, R17), before anything executes.
+            ProviderError: from the provider client; what completed before is stored.
         """
-        options = options or AgentRunOptions()
+        run = RunState(list(messages), options or AgentRunOptions(),
+                       on_message or (lambda message: None), approvals,
+                       unsaved=list(new_messages))
         machine = LoopMachine(self.on_transition)
         try:
-            yield from self._loop(list(messages), options, machine,
-                                  on_message or (lambda m: None), approvals)
+            while machine.state not in TERMINAL:
+                event = yield from self._STEPS[machine.state](self, run)
+                machine.fire(event)
+        except GeneratorExit:
+            raise  # the caller stopped reading: not a failure
         except BaseException:
-            if machine.state not in (LoopState.DONE, LoopState.AWAITING_APPROVAL,
-                                     LoopState.FAILED):
-                machine.fire(LoopEvent.ERROR)
+            machine.fire(LoopEvent.ERROR)
             raise
+        run.store_input()
+        yield Finish(run.finish_reason, run.usage)
 
-    def _loop(self, messages: list[ChatMessage], options: AgentRunOptions,
-              machine: LoopMachine, on_message, approvals: ApprovalLedger | None
-              ) -> Iterator[AgentResponseUpdate]:
-        insert_at, pending, answered = pending_calls(messages)
-        responses = _check_responses(options.tool_approval_responses, pending, answered)
-        if approvals is not None:
-            approvals.check(pending, responses)
-        orphans = [c for c in pending if c.id in responses and responses[c.id].approved
-                   and self._tool(c.name) is None]
+    # -- the steps, one per state ------------------------------------------------------
+
+    def _start(self, run: RunState) -> Iterator[AgentResponseUpdate]:
+        yield from ()
+        insert_at, pending, answered = pending_calls(run.messages)
+        run.responses = _check_responses(run.options.tool_approval_responses, pending,
+                                         answered)
+        if run.approvals is not None:
+            run.approvals.check(pending, run.responses)
+        orphans = [c for c in pending if c.id in run.responses
+                   and run.responses[c.id].approved and self._tool(c.name) is None]
         if orphans:
             raise ApprovalError(
                 f"approved call(s) {', '.join(c.id for c in orphans)} name tool(s) "
                 f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
                 "have; give it the tools the run paused with. Nothing was executed.",
                 [c.id for c in orphans])
-        options = options.with_tool_approval_responses(())
-        usage: Usage | None = None
-        rounds = failed_rounds = 0  # R8; R13
-        tools_enabled = True
+        run.options = run.options.with_tool_approval_responses(())
+        run.later = run.messages[insert_at:] + run.unsaved
+        del run.messages[insert_at:]
+        run.pending = pending
+        if pending:
+            return LoopEvent.CALLS_PENDING
+        run.messages += run.later
+        return LoopEvent.NOTHING_PENDING
 
-        if pending:  # R4: answer the calls of the paused turn before anything else
-            machine.fire(LoopEvent.CALLS_PENDING)
+    def _resume(self, run: RunState) -> Iterator[AgentResponseUpdate]:
+        def decide(call: ToolCall) -> Decision:
+            response = run.responses.get(call.id)
+            if run.approvals is not None and run.approvals.awaits(call.id):
+                return run.approvals.decide(call, response, self.clock())
+            return Decision(response is not None and response.approved,
+                            response.reason if response else None)
 
-            def decide(call: ToolCall) -> tuple[bool, str | None]:
-                response = responses.get(call.id)
-                if approvals is not None and approvals.awaits(call.id):
-                    return approvals.decide(call, response, self.clock())
-                return (response is not None and response.approved,
-                        response.reason if response else None)
+        failed = yield from self._answer(run, run.pending, decide)
+        run.messages += run.later  # R6: the input goes after the results
+        run.rounds = 1
+        run.failed_rounds = 1 if failed else 0
+        return run.next_round()
 
-            outcomes = yield from self._answer(pending, decide, messages, insert_at, on_message)
-            rounds, failed_rounds = 1, 1 if outcomes and all(outcomes) else 0
-            machine.fire(LoopEvent.RESULTS_ADDED)
-        else:
-            machine.fire(LoopEvent.NOTHING_PENDING)
-
-        while True:
-            if rounds >= options.max_rounds:
-                machine.fire(LoopEvent.ROUND_LIMIT)
-                yield Finish(FinishReason.MAX_ROUNDS, usage)
-                return
-            if failed_rounds >= MAX_CONSECUTIVE_FAILED_ROUNDS:
-                tools_enabled = False  # R13: one last call that may not use tools
-            turn_options = options if tools_enabled else _without_tools(options)
-            text = TextBuffer()
-            calls: dict[str, ToolCall] = {}
-            finish = Finish(FinishReason.STOP)
-            for update in self.inner.run(messages, turn_options, tools=self.tools):
-                if isinstance(update, Finish):
-                    finish = update  # R9: the provider's finish is ours to interpret
-                    continue
-                if isinstance(update, TextDelta):
-                    text.append(update.text)
-                elif isinstance(update, ToolCallStart):
-                    calls[update.call_id] = ToolCall(update.call_id, update.name, "")
-                elif isinstance(update, ToolCallArgs):
-                    calls[update.call_id].arguments += update.delta
-                yield update
-            if finish.usage is not None:
-                usage = finish.usage + usage
-            content = str(text) or None
-
-            if (not calls or finish.finish_reason is FinishReason.LENGTH
-                    or not tools_enabled):
-                # R14: calls cut off by length are dropped; R13: tools were disabled.
-                message = ChatMessage.assistant(content)
-                messages.append(message)
-                on_message(message)
-                machine.fire(LoopEvent.TURN_ENDED)
-                reason = finish.finish_reason
-                if reason is FinishReason.TOOL_CALLS:
-                    reason = FinishReason.STOP
-                yield Finish(reason, usage)
-                return
-
-            message = ChatMessage.assistant(content, list(calls.values()))
-            messages.append(message)
-            on_message(message)
-
-            gated = [c for c in message.tool_calls
-                     if (tool := self._tool(c.name)) is not None and tool.requires_approval()]
-            if gated:  # the approval gate (R3): nothing of this turn runs
-                machine.fire(LoopEvent.APPROVAL_NEEDED)
-                now = self.clock()
-                records = [approvals.issue(call, now, self.approval_ttl)
-                           if approvals is not None else None for call in gated]
-                for call, record in zip(gated, records):
-                    yield ToolApprovalRequest(call.id, call.name, _parse_or_none(call.arguments),
-                                              self._tool(call.name).description,
-                                              record.digest if record else
-                                              arguments_digest(call.arguments))
-                yield Finish(FinishReason.AWAITING_APPROVAL, usage)
-                return
-
-            machine.fire(LoopEvent.TOOLS_CALLED)
-            outcomes = yield from self._answer(message.tool_calls, lambda call: (True, None),
-                                               messages, len(messages), on_message)
-            rounds += 1
-            failed_rounds = failed_rounds + 1 if outcomes and all(outcomes) else 0
-            machine.fire(LoopEvent.RESULTS_ADDED)
-
-    def _answer(self, calls: list[ToolCall], decide, messages: list[ChatMessage],
-                position: int, on_message) -> Iterator[AgentResponseUpdate]:
-        """Give each call, in order, its one result: run it if ``decide(call)`` says
-        ``(True, _)``, else ``Rejected: <reason>``. Each result goes into ``messages``
-        at ``position`` onwards and to ``on_message`` at once (R6, R10). Returns, per
-        call that ran, whether it failed (R13)."""
-        outcomes = []
-        for call in calls:
-            may_run, reason = decide(call)
-            if may_run:
-                result, failed = self._invoke(call)
-                outcomes.append(failed)
+    def _call_model(self, run: RunState) -> Iterator[AgentResponseUpdate]:
+        tools_enabled = run.failed_rounds < MAX_CONSECUTIVE_FAILED_ROUNDS  # R13
+        options = run.options if tools_enabled else _without_tools(run.options)
+        finish = None
+        for update in self.inner.run(run.messages, options, tools=self.tools):
+            if isinstance(update, Finish):
+                finish = update  # R9: the provider's finish is ours to interpret
             else:
-                result = rejection_text(reason)
-            message = ChatMessage.tool(result, call.id)
-            messages.insert(position, message)
-            position += 1
-            on_message(message)
-            yield ToolResult(call.id, call.name, result)
-        return outcomes
+                yield update
+        if finish is None or finish.message is None:
+            raise ProviderError(f"the provider client {self.inner!r} ended a turn without "
+                                "a Finish carrying the assembled message (Finish.message)")
+        if finish.usage is not None:
+            run.usage = finish.usage + run.usage
+        message, reason = finish.message, finish.finish_reason
+        if (message.tool_calls and tools_enabled
+                and reason not in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER)):
+            run.store(message)
+            run.turn = message
+            return LoopEvent.TOOLS_CALLED
+        if message.tool_calls:
+            # R14: calls cut off or filtered never run; R13: tools were disabled. The
+            # history keeps the text only, so every stored call has a result.
+            message = ChatMessage.assistant(message.content or "")
+        run.store(message)
+        run.finish_reason = FinishReason.STOP if reason is FinishReason.TOOL_CALLS else reason
+        return LoopEvent.TURN_ENDED
 
-    def _invoke(self, call: ToolCall) -> tuple[str, bool]:
-        """Run one call; return ``(result text, failed)`` (R13, R14)."""
+    def _gate(self, run: RunState) -> Iterator[AgentResponseUpdate]:
+        gated = [(call, tool) for call in run.turn.tool_calls
+                 if (tool := self._tool(call.name)) is not None and tool.requires_approval()]
+        if not gated:
+            return LoopEvent.NO_APPROVAL_NEEDED
+        now = self.clock()
+        for call, tool in gated:  # R3: nothing of this turn runs
+            record = (run.approvals.issue(call, now, self.approval_ttl)
+                      if run.approvals is not None else None)
+            yield approval_request(call, tool.description, record)
+        run.finish_reason = FinishReason.AWAITING_APPROVAL
+        return LoopEvent.APPROVAL_NEEDED
+
+    def _invoke_all(self, run: RunState) -> Iterator[AgentResponseUpdate]:
+        failed = yield from self._answer(run, run.turn.tool_calls, lambda call: Decision(True))
+        run.rounds += 1
+        run.failed_rounds = run.failed_rounds + 1 if failed else 0
+        return run.next_round()
+
+    _STEPS = {
+        LoopState.START: _start,
+        LoopState.RESUMING: _resume,
+        LoopState.CALLING_MODEL: _call_model,
+        LoopState.AT_GATE: _gate,
+        LoopState.INVOKING_TOOLS: _invoke_all,
+    }
+
+    # -- answering calls ---------------------------------------------------------------
+
+    def _answer(self, run: RunState, calls: list[ToolCall],
+                decide: Callable[[ToolCall], Decision]) -> Iterator[AgentResponseUpdate]:
+        """Give each call, in order, its one result: run it when ``decide(call)``
+        allows, else ``Rejected: <reason>`` (R4, R7). Each result is stored at once
+        (R10). Returns whether calls ran and every one of them failed (R13)."""
+        ran = failures = 0
+        for call in calls:
+            decision = decide(call)
+            if decision.may_run:
+                outcome = self._invoke(call)
+                ran += 1
+                failures += outcome.failed
+                text = outcome.text
+            else:
+                text = rejection_text(decision.reason)
+            run.store(ChatMessage.tool(text, call.id))
+            yield ToolResult(call.id, call.name, text)
+        return ran > 0 and failures == ran
+
+    def _invoke(self, call: ToolCall) -> Outcome:
+        """Run one call (R13, R14)."""
         tool = self._tool(call.name)
         if tool is None:
-            return f"Error: unknown tool '{call.name}'", True
+            return Outcome(f"Error: unknown tool '{call.name}'", True)
         try:
             arguments = json.loads(call.arguments or "{}")
-        except ValueError as exc:
-            return f"Error: arguments are not valid JSON: {exc}", True
+        except (ValueError, RecursionError) as exc:
+            return Outcome(f"Error: arguments are not valid JSON: {exc}", True)
         if not isinstance(arguments, dict):
-            return ("Error: arguments are not valid JSON: expected an object, got "
-                    f"{type(arguments).__name__}"), True
+            return Outcome("Error: arguments are not valid JSON: expected an object, got "
+                           f"{type(arguments).__name__}", True)
         try:
             result = tool.invoke(arguments)
         except Exception as exc:  # the model hears about it; the loop goes on (R13)
-            return f"Error: {type(exc).__name__}: {exc}", True
-        return (result if isinstance(result, str) else str(result)), False
+            return Outcome(f"Error: {type(exc).__name__}: {exc}", True)
+        return Outcome(result if isinstance(result, str) else str(result), False)
 
 
 def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> dict:
     """Map call_id → response, refusing any response that matches no pending call
-    (unknown, already answered or given twice) with ``ApprovalError`` (R11)."""
-    pending_ids = {call.id for call in pending}
+    (unknown, already answered or given twice) with ``ApprovalError`` (R11), and a
+    pending turn in which two calls share an id (R17)."""
+    ids = [call.id for call in pending]
+    shared = sorted({i for i in ids if ids.count(i) > 1})
+    if shared:
+        raise ApprovalError(
+            f"the paused turn has two or more calls with the id(s) {', '.join(shared)}; one "
+            "answer cannot tell them apart, so none of them can run. Nothing was executed; "
+            "fix the history or start a new session.", shared)
+    pending_ids = set(ids)
     by_id: dict = {}
     unknown, already, twice = [], [], []
     for response in responses:
@@ -356,13 +498,19 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> 
     if unknown:
         problems.append(f"no pending call has the id(s) {', '.join(unknown)}")
     if already:
-        problems.append(f"call(s) {', '.join(already)} already have a result")
+        problems.append(f"call(s) {', '.join(already)} already have a result (they ran or "
+                        "were answered before)")
     if twice:
         problems.append(f"call(s) {', '.join(twice)} were answered more than once")
     if problems:
-        hint = (f"pending calls: {', '.join(sorted(pending_ids))}" if pending_ids
-                else "the session has no pending call; resume with the same AgentSession "
-                     "the run paused in")
+        if pending_ids:
+            hint = f"pending calls: {', '.join(sorted(pending_ids))}"
+        elif already:
+            hint = ("nothing waits for approval any more; to go on after a failed model "
+                    "call, run again with no responses: run([], session)")
+        else:
+            hint = ("the session has no pending call; resume with the same AgentSession "
+                    "the run paused in")
         raise ApprovalError(f"approval responses do not fit the paused run: "
                             f"{'; '.join(problems)} ({hint}). Nothing was executed.",
                             unknown + already + twice)
@@ -371,10 +519,3 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> 
 
 def _without_tools(options: AgentRunOptions) -> AgentRunOptions:
     return dataclasses.replace(options, tool_choice="none")
-
-
-def _parse_or_none(arguments: str):
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return None

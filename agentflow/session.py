@@ -22,26 +22,13 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .approvals import ApprovalLedger
+from .approvals import ApprovalLedger, approval_request
 from .canonical import canonical_json
-from .errors import AgentflowError
-from .types import ChatMessage, ToolCall
+from .errors import SessionIntegrityError, SessionLockedError
+from .types import ChatMessage, ToolApprovalRequest, ToolCall
 
 SCHEMA_VERSION = 2
 _READABLE_VERSIONS = (1, 2)  # 1: before the approval ledger
-
-
-class SessionError(AgentflowError):
-    """A saved session could not be used as it is."""
-
-
-class SessionIntegrityError(SessionError):
-    """A saved session's signature is missing, unexpected or wrong: the file was
-    changed after it was signed, or the wrong secret was given."""
-
-
-class SessionLockedError(SessionError):
-    """Another process holds the session's lock file: it is resuming that session."""
 
 
 @dataclass
@@ -63,7 +50,24 @@ class AgentSession:
         """The calls of the last tool-call turn that have no result yet: the ones a
         resume will answer (SPEC R4). Empty when the session is not paused."""
         from .function_invoking import pending_calls
-        return pending_calls(self.messages)[1]
+        return pending_calls(self.messages).calls
+
+    def approval_requests(self, tools=()) -> list[ToolApprovalRequest]:
+        """The ``ToolApprovalRequest`` objects a paused run is waiting on, as the run
+        emitted them (same ids, arguments and digests), in call order: what an
+        approval UI shows after loading a saved session.
+
+        Args:
+            tools: the agent's ``Tool`` objects, for the descriptions (an empty
+                description where a tool is not given).
+
+        Returns:
+            A list, empty when the session is not paused.
+        """
+        descriptions = {t.name: t.description for t in tools}
+        records = {r.call_id: r for r in self.approvals.pending}
+        return [approval_request(call, descriptions.get(call.name, ""), records[call.id])
+                for call in self.pending_tool_calls if call.id in records]
 
     @property
     def audit(self) -> list:

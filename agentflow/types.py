@@ -137,20 +137,31 @@ class AgentResponseUpdate:
 
 @dataclass
 class TextDelta(AgentResponseUpdate):
+    """A piece of the model's reply text (str), in arrival order; forwarded as soon as
+    its bytes arrive (SPEC §6, R9)."""
+
     text: str
 
 
 @dataclass
 class ReasoningDelta(AgentResponseUpdate):
-    """Reasoning text (``reasoning_content`` / ``reasoning`` / thinking parts). Shown to
-    the caller, never sent back to the model."""
+    """A piece of reasoning text (str) from ``reasoning_content`` / ``reasoning`` /
+    thinking parts. Shown to the caller; sent back only where a provider profile
+    requires it (SPEC §3, R21)."""
 
     text: str
 
 
 @dataclass
 class ToolCallStart(AgentResponseUpdate):
-    """The first time a tool call is seen in the stream. ``index`` is its slot (int)."""
+    """The first time a tool call is seen in the stream (SPEC §3).
+
+    Attributes:
+        call_id: the call's ``tool_call_id`` (str; invented when the provider sent
+            none, SPEC §6).
+        name: the tool's name (str).
+        index: the call's slot in the turn (int, from 0).
+    """
 
     call_id: str
     name: str
@@ -159,7 +170,9 @@ class ToolCallStart(AgentResponseUpdate):
 
 @dataclass
 class ToolCallArgs(AgentResponseUpdate):
-    """One fragment (str) of a call's JSON arguments, in arrival order."""
+    """One fragment of a call's JSON arguments, in arrival order: ``call_id`` (str)
+    names the call, ``delta`` (str) is the fragment. Joined, they are the call's
+    ``arguments`` (SPEC §6)."""
 
     call_id: str
     delta: str
@@ -167,15 +180,22 @@ class ToolCallArgs(AgentResponseUpdate):
 
 @dataclass
 class ToolCallEnd(AgentResponseUpdate):
-    """A call is complete; sent once per call when the model's turn ends."""
+    """The call ``call_id`` (str) is complete; sent once per call, in call order, when
+    the model's turn ends (SPEC §3)."""
 
     call_id: str
 
 
 @dataclass
 class ToolResult(AgentResponseUpdate):
-    """A tool call was answered: ``result`` is exactly the text sent back to the model
-    (the tool's output, ``Rejected: …`` or ``Error: …``)."""
+    """A tool call was answered (SPEC §3, R4, R7, R13).
+
+    Attributes:
+        call_id: the answered call's ``tool_call_id`` (str).
+        name: the tool's name (str).
+        result: exactly the text sent back to the model: the tool's output,
+            ``Rejected: <reason>`` or ``Error: …``.
+    """
 
     call_id: str
     name: str
@@ -186,9 +206,17 @@ class ToolResult(AgentResponseUpdate):
 class ToolApprovalRequest(AgentResponseUpdate):
     """A call that waits for the caller's decision (SPEC R3).
 
-    ``arguments`` is the parsed JSON value, or ``None`` when the model's text is not
-    valid JSON; ``description`` is the tool's description; ``digest`` is the SHA-256
-    (hex) of the canonical arguments the decision is bound to (``approvals.py``).
+    Attributes:
+        call_id: the call's ``tool_call_id`` (str).
+        name: the tool's name (str).
+        arguments: the parsed JSON value, or ``None`` when the model's text is not
+            valid JSON.
+        description: the tool's description (str).
+        digest: SHA-256 (64 hex digits) of the RFC 8785 canonical arguments, which the
+            decision is bound to (``agentflow.canonical``).
+
+    Answer it with ``request.approve()`` or ``request.reject(reason)``, which carry the
+    id and the digest, so the answer cannot be applied to other arguments.
     """
 
     call_id: str
@@ -196,6 +224,28 @@ class ToolApprovalRequest(AgentResponseUpdate):
     arguments: Any
     description: str
     digest: str = ""
+
+    def approve(self, approver: str | None = None) -> "ToolApprovalResponse":
+        """A ``ToolApprovalResponse`` that lets this call run (SPEC R4).
+
+        Args:
+            approver: who decided (str), kept in the session's audit trail.
+        """
+        return ToolApprovalResponse(self.call_id, True, digest=self.digest or None,
+                                    approver=approver)
+
+    def reject(self, reason: str | None = None,
+               approver: str | None = None) -> "ToolApprovalResponse":
+        """A ``ToolApprovalResponse`` that refuses this call: the model is told
+        ``Rejected: <reason>``, ``User denied`` when the reason is missing or blank
+        (SPEC R7).
+
+        Args:
+            reason: why (str), sent to the model as is.
+            approver: who decided (str), kept in the session's audit trail.
+        """
+        return ToolApprovalResponse(self.call_id, False, reason, self.digest or None,
+                                    approver)
 
 
 @dataclass

@@ -7,9 +7,11 @@ import textwrap
 
 import pytest
 
-from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
-                       ChatMessage, Context, ContextProvider, Finish, FinishReason,
-                       OpenAIChatClient, ToolApprovalResponse, ToolCall, tool)
+from agentflow import (
+    AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent, ChatMessage,
+    Context, ContextProvider, Finish, FinishReason, OpenAIChatClient,
+    ToolApprovalResponse, tool)
+from agentflow.types import ToolCall
 from agentflow.replay import ReplayServer, chat_stream
 
 

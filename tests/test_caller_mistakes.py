@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
-                       ChatClientAgent, ChatMessage, FunctionInvokingChatClient,
-                       IncompleteStreamError, OpenAIChatClient, ProviderError, ToolApprovalResponse,
-                       ToolResult, tool)
+from agentflow import (
+    AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatClientAgent,
+    ChatMessage, FunctionInvokingChatClient, OpenAIChatClient, ProviderError,
+    ToolApprovalResponse, ToolResult, tool)
+from agentflow.errors import IncompleteStreamError
 from agentflow.replay import Reply, ReplayServer, chat_stream
 
 

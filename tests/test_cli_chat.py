@@ -758,16 +758,19 @@ def test_replay_trace_shows_the_loop_state_transitions():
                    if line.startswith("    [")]
     assert transitions == [
         "START --nothing pending--> CALLING_MODEL",
-        "CALLING_MODEL --approval needed--> AWAITING_APPROVAL",
+        "CALLING_MODEL --tools called--> AT_GATE",
+        "AT_GATE --approval needed--> AWAITING_APPROVAL",
         "START --calls pending--> RESUMING",
         "RESUMING --results added--> CALLING_MODEL",
         "CALLING_MODEL --turn ended--> DONE",
     ]
-    # each transition sits where it happened: the gate right before the request
+    # each transition sits where it happened: the gate is reached after the model's
+    # turn, emits the request, and then the run pauses
     lines = done.stdout.splitlines()
-    gate = lines.index("    [CALLING_MODEL --approval needed--> AWAITING_APPROVAL]")
+    gate = lines.index("    [CALLING_MODEL --tools called--> AT_GATE]")
     assert lines[gate - 1] == '  {"type": "tool_call_end", "call_id": "call_1"}'
     assert lines[gate + 1].startswith('  {"type": "approval_request", "call_id": "call_1"')
+    assert lines[gate + 2] == "    [AT_GATE --approval needed--> AWAITING_APPROVAL]"
 
 
 def test_replay_mermaid_diagram():

@@ -5,11 +5,13 @@ import json
 
 import pytest
 
-from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
-                       ChatMessage, Finish, FinishReason, FunctionInvokingChatClient,
-                       LoopEvent, LoopState, LoopStateError, MessageRole, ProviderError,
-                       TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolCallEnd,
-                       ToolResult, Usage, tool)
+from agentflow import (
+    AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatMessage,
+    Finish, FinishReason, FunctionInvokingChatClient, MessageRole, ProviderError,
+    TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolCallEnd, ToolResult, tool)
+from agentflow.errors import LoopStateError
+from agentflow.function_invoking import LoopEvent, LoopState
+from agentflow.types import Usage
 from agentflow.function_invoking import LoopMachine, TRANSITIONS
 from agentflow.replay import Reply, chat_stream
 
@@ -441,7 +443,7 @@ def test_r12_a_call_with_a_result_is_never_executed_again(make_agent):
 
 
 def ToolCall_(call_id, name, arguments):
-    from agentflow import ToolCall
+    from agentflow.types import ToolCall
     return ToolCall(call_id, name, arguments)
 
 
@@ -538,7 +540,8 @@ def test_loop_state_traces_a_pause_and_a_resume(make_agent):
     collect(agent.run("go", session))
     assert trace == [
         (LoopState.START, LoopEvent.NOTHING_PENDING, LoopState.CALLING_MODEL),
-        (LoopState.CALLING_MODEL, LoopEvent.APPROVAL_NEEDED, LoopState.AWAITING_APPROVAL)]
+        (LoopState.CALLING_MODEL, LoopEvent.TOOLS_CALLED, LoopState.AT_GATE),
+        (LoopState.AT_GATE, LoopEvent.APPROVAL_NEEDED, LoopState.AWAITING_APPROVAL)]
     trace.clear()
     resume(agent, session, [ToolApprovalResponse("call_2", True)])
     assert [new for _, _, new in trace] == [LoopState.RESUMING, LoopState.CALLING_MODEL,
@@ -578,3 +581,131 @@ def test_the_decorator_can_be_used_without_an_agent(make_agent):
     updates = collect(client.run([ChatMessage.user("go")], on_message=seen.append))
     assert finish_of(updates).finish_reason is FinishReason.STOP
     assert roles(seen) == ["assistant", "tool", "assistant"]
+
+
+# -- issue 10: the machine drives the run ------------------------------------------------------
+
+def test_round_limit_after_a_resume_ends_without_entering_calling_model(make_agent):
+    """R8: a resume that uses up the last round ends from RESUMING; the trace (and so
+    the Mermaid diagram) shows no model call that did not happen."""
+    tools = Counter()
+    agent, server = make_agent([PAUSE, FINAL], tools=tools.all)
+    session = AgentSession()
+    collect(agent.run("go", session))
+    trace = []
+    agent.chat_client.on_transition = lambda old, event, new: trace.append((old, event, new))
+    options = AgentRunOptions(max_rounds=1).with_tool_approval_responses(
+        [ToolApprovalResponse("call_2", True)])
+    assert finish_of(collect(agent.run([], session, options))).finish_reason is FinishReason.MAX_ROUNDS
+    assert trace == [(LoopState.START, LoopEvent.CALLS_PENDING, LoopState.RESUMING),
+                     (LoopState.RESUMING, LoopEvent.ROUND_LIMIT, LoopState.DONE)]
+    assert len(server.requests) == 1
+
+
+def test_round_limit_after_tools_ends_from_invoking_tools(make_agent):
+    """R8: the limit is an edge out of INVOKING_TOOLS, taken before a model call."""
+    tools = Counter()
+    looping = [chat_stream(tool_calls=[(f"c{i}", "echo", args(text=str(i)))]) for i in range(3)]
+    agent, server = make_agent(looping, tools=tools.all)
+    trace = []
+    agent.chat_client.on_transition = lambda old, event, new: trace.append(new)
+    collect(agent.run("go", AgentSession(), AgentRunOptions(max_rounds=2)))
+    assert trace.count(LoopState.CALLING_MODEL) == len(server.requests) == 2
+    assert trace[-1] is LoopState.DONE
+
+
+def test_every_state_change_is_in_the_table():
+    """The table is the only place a state changes: every pair the machine can take is
+    listed, the final states have no way out, and every other state can fail."""
+    finals = {LoopState.DONE, LoopState.AWAITING_APPROVAL, LoopState.FAILED}
+    for state in LoopState:
+        moves = {event for (source, event) in TRANSITIONS if source is state}
+        assert (not moves) == (state in finals), state
+        if state not in finals:
+            assert TRANSITIONS[(state, LoopEvent.ERROR)] is LoopState.FAILED
+    reachable = {LoopState.START} | set(TRANSITIONS.values())
+    assert reachable == set(LoopState)
+
+
+def test_closing_the_generator_early_is_not_a_failure(make_agent):
+    """A caller that stops reading (``close()``) ends the run where it is; it is not
+    recorded as FAILED, and nothing of the unfinished turn is stored (R10)."""
+    agent, _ = make_agent([chat_stream(text="a long answer in many words")])
+    trace = []
+    agent.chat_client.on_transition = lambda old, event, new: trace.append(new)
+    session = AgentSession()
+    updates = agent.run("go", session)
+    assert isinstance(next(updates), TextDelta)
+    updates.close()
+    assert trace == [LoopState.CALLING_MODEL]
+    assert session.messages == []
+
+
+def test_request_approve_and_reject_carry_the_id_and_the_digest(make_agent):
+    """Issue 10: the safe way to answer is the default one: ``approve()`` and
+    ``reject(reason)`` copy the call id and the digest the human saw."""
+    tools = Counter()
+    agent, _ = make_agent([PAUSE, FINAL], tools=tools.all)
+    session = AgentSession()
+    [request] = [u for u in collect(agent.run("go", session))
+                 if isinstance(u, ToolApprovalRequest)]
+    approve, reject = request.approve(approver="ana"), request.reject("too risky")
+    assert (approve.call_id, approve.approved, approve.digest, approve.approver) == (
+        "call_2", True, request.digest, "ana")
+    assert (reject.call_id, reject.approved, reject.reason, reject.digest) == (
+        "call_2", False, "too risky", request.digest)
+    assert len(request.digest) == 64
+    updates = resume(agent, session, [reject])
+    assert results_of(updates) == [("call_1", "Rejected: User denied"),
+                                   ("call_2", "Rejected: too risky")]
+    assert session.audit[-1].outcome == "rejected"
+
+
+def test_session_lists_its_approval_requests_as_the_run_emitted_them(make_agent):
+    """``AgentSession.approval_requests(tools)``: after a save and load, the same
+    requests (ids, arguments, digests), with the tools' descriptions."""
+    tools = Counter()
+    agent, _ = make_agent([PAUSE], tools=tools.all)
+    session = AgentSession()
+    emitted = [u for u in collect(agent.run("go", session)) if isinstance(u, ToolApprovalRequest)]
+    loaded = AgentSession.from_dict(json.loads(json.dumps(session.to_dict())))
+    assert loaded.approval_requests(agent.chat_client.tools) == emitted
+    assert loaded.approval_requests()[0].description == ""
+    assert AgentSession().approval_requests() == []
+
+
+def test_r17_two_pending_calls_sharing_an_id_are_refused(make_agent):
+    """R17: one approval never covers two calls. A paused turn (from imported history)
+    with two calls sharing the id ``dup`` is refused before anything runs."""
+    tools = Counter()
+    agent, server = make_agent([FINAL], tools=tools.all)
+    session = AgentSession.from_dict({"schema_version": 2, "messages": [
+        {"role": "user", "content": "pay"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "dup", "type": "function",
+             "function": {"name": "run_command", "arguments": '{"command": "pay 10"}'}},
+            {"id": "dup", "type": "function",
+             "function": {"name": "run_command", "arguments": '{"command": "pay 9999"}'}}]}]})
+    before = session.to_dict()
+    with pytest.raises(ApprovalError, match="dup"):
+        resume(agent, session, [ToolApprovalResponse("dup", True)])
+    assert tools.calls == [] and server.requests == []
+    assert session.to_dict() == before
+
+
+def test_after_a_failed_model_call_the_hint_says_the_call_already_ran(make_agent):
+    """Issue 12, item 12: the approved tool ran, then the model call failed; sending the
+    same answers again is refused with a hint that names ``run([], session)``."""
+    tools = Counter()
+    agent, _ = make_agent([PAUSE, Reply("down", status=400, content_type="text/plain"), FINAL],
+                          tools=tools.all)
+    session = AgentSession()
+    collect(agent.run("go", session))
+    answer = [ToolApprovalResponse("call_2", True)]
+    with pytest.raises(ProviderError):
+        resume(agent, session, answer)
+    assert tools.calls == [("run_command", "rm -rf /")]
+    with pytest.raises(ApprovalError, match=r"already have a result.*run\(\[\], session\)"):
+        resume(agent, session, answer)
+    assert finish_of(resume(agent, session, [])).finish_reason is FinishReason.STOP
+    assert tools.calls == [("run_command", "rm -rf /")]

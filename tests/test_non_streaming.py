@@ -5,10 +5,11 @@ import json
 
 import pytest
 
-from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
-                       ChatMessage, Finish, FinishReason, OpenAIChatClient, ProviderError,
-                       ReasoningDelta, TextDelta, ToolApprovalResponse, ToolCallArgs, ToolCallEnd,
-                       ToolCallStart, Usage, tool)
+from agentflow import (
+    AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent, ChatMessage,
+    Finish, FinishReason, OpenAIChatClient, ProviderError, ReasoningDelta, TextDelta,
+    ToolApprovalResponse, ToolCallArgs, ToolCallEnd, ToolCallStart, tool)
+from agentflow.types import Usage
 from agentflow.replay import Reply, ReplayServer, chat_stream
 
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from agentflow import (ChatMessage, Finish, IncompleteStreamError, OpenAIChatClient,
-                       ProviderError, TextDelta)
+from agentflow import ChatMessage, Finish, OpenAIChatClient, ProviderError, TextDelta
+from agentflow.errors import IncompleteStreamError
 from agentflow.replay import Reply, ReplayServer, chat_stream
 
 OK = chat_stream(text="fine")

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from agentflow import (AgentSession, ChatClientAgent, ChatMessage, OpenAIChatClient,
-                       ProviderTimeoutError, TextDelta)
+from agentflow import AgentSession, ChatClientAgent, ChatMessage, OpenAIChatClient, TextDelta
+from agentflow.errors import ProviderTimeoutError
 from agentflow.replay import Reply, ReplayServer
 
 

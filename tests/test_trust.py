@@ -12,10 +12,13 @@ import textwrap
 
 import pytest
 
-from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
-                       ChatClientAgent, FinishReason, OpenAIChatClient, SessionIntegrityError,
-                       SessionLockedError, ToolApprovalRequest, ToolApprovalResponse, ToolCall,
-                       ToolResult, arguments_digest, tool)
+from agentflow import (
+    AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatClientAgent,
+    FinishReason, OpenAIChatClient, ToolApprovalRequest, ToolApprovalResponse,
+    ToolResult, tool)
+from agentflow.canonical import arguments_digest
+from agentflow.errors import SessionIntegrityError, SessionLockedError
+from agentflow.types import ToolCall
 from agentflow.replay import ReplayServer, chat_stream
 
 RM = '{"command": "rm -rf /tmp/cache"}'
@@ -212,6 +215,7 @@ def test_a_version_1_session_still_loads():
 RESUME_SCRIPT = textwrap.dedent("""
     import sys, time
     from agentflow import *
+    from agentflow.errors import SessionLockedError
     path, base_url, log, secret = sys.argv[1:5]
     @tool
     def run_command(command: str) -> str:
