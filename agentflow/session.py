@@ -24,7 +24,7 @@ from typing import Iterator
 
 from .approvals import ApprovalLedger, approval_request
 from .canonical import canonical_json
-from .errors import SessionIntegrityError, SessionLockedError
+from .errors import SessionError, SessionIntegrityError, SessionLockedError
 from .types import ChatMessage, ToolApprovalRequest, ToolCall
 
 SCHEMA_VERSION = 2
@@ -84,13 +84,21 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentSession":
-        """The inverse of ``to_dict``. Raises ``ValueError`` for an unknown
-        ``schema_version``. A version-1 session has no approval ledger: its pending
-        calls can only be rejected."""
+        """The inverse of ``to_dict``. A version-1 session has no approval ledger: its
+        pending calls can only be rejected.
+
+        Raises:
+            ValueError: an unknown ``schema_version``.
+            SessionError: a history that could not be sent as it is or is ambiguous
+                (SPEC R17): a field of the wrong type, a ``tool`` message that answers
+                no call, an approval record without a call id.
+        """
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version not in _READABLE_VERSIONS:
             raise ValueError(f"unsupported session schema_version {version!r}; this "
                              f"agentflow reads versions {_READABLE_VERSIONS}")
+        _check_history(data.get("messages", []))
+        _check_records(data.get("approvals"))
         return cls(messages=[ChatMessage.from_openai(m) for m in data.get("messages", [])],
                    state=dict(data.get("state") or {}),
                    approvals=ApprovalLedger.from_dict(data.get("approvals")))
@@ -162,6 +170,69 @@ class AgentSession:
                 yield session
             finally:
                 session.save(path, secret)
+
+
+def _check_history(messages) -> None:
+    """Refuse stored messages that would crash later or be refused by a provider, and
+    ``tool`` messages that answer no call (SPEC R17). Ids are checked as strings; a
+    pending turn whose calls share an id is refused when it is resumed (R17)."""
+    def problem(position, text):
+        raise SessionError(f"stored message {position} {text}; the session file was "
+                           "edited or written by something else. Fix it or start a new "
+                           "session.")
+
+    if not isinstance(messages, list):
+        raise SessionError(f"stored messages must be a list, not {type(messages).__name__}")
+    open_calls: set[str] = set()
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict):
+            problem(position, f"is a {type(message).__name__}, not an object")
+        role = message.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            problem(position, f"has the role {role!r}")
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            problem(position, f"has content of type {type(content).__name__}")
+        calls = message.get("tool_calls") or []
+        if role == "assistant":
+            if not isinstance(calls, list):
+                problem(position, "has tool_calls that are not a list")
+            open_calls = set()
+            for call in calls:
+                function = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(function, dict):
+                    problem(position, f"has a tool call that is not an object: {call!r:.80}")
+                if not isinstance(call.get("id"), str) or not call["id"]:
+                    problem(position, f"has a tool call whose id is {call.get('id')!r}, not "
+                                      "a non-empty string")
+                for key in ("name", "arguments"):
+                    if function.get(key) is not None and not isinstance(function[key], str):
+                        problem(position, f"has a tool call whose {key} is not a string")
+                open_calls.add(call["id"])
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str):
+                problem(position, f"is a tool result whose tool_call_id is {call_id!r}")
+            if call_id not in open_calls:
+                problem(position, f"is a tool result for {call_id!r}, which answers no call "
+                                  "of the assistant message before it (or answers it twice)")
+            open_calls.discard(call_id)
+        else:
+            open_calls = set()
+
+
+def _check_records(approvals) -> None:
+    if approvals is None:
+        return
+    records = approvals.get("pending", []) if isinstance(approvals, dict) else None
+    if not isinstance(records, list):
+        raise SessionError("stored approvals must be an object with a 'pending' list")
+    for record in records:
+        if not isinstance(record, dict) or not all(
+                isinstance(record.get(key), str) for key in ("call_id", "tool", "digest")):
+            raise SessionError(f"stored approval record {record!r:.120} lacks a string "
+                               "call_id, tool or digest; the session file was edited. Fix it "
+                               "or start a new session.")
 
 
 def _canonical(data: dict) -> bytes:

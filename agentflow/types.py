@@ -38,10 +38,13 @@ class FinishReason(str, enum.Enum):
 
 @dataclass
 class ToolCall:
-    """One tool call the model made.
+    """One tool call the model made (SPEC §3).
 
-    ``arguments`` is the raw JSON text the model produced (str), not parsed: a model
-    may produce invalid JSON and the history must keep exactly what it sent.
+    Attributes:
+        id: the ``tool_call_id`` (str), unique within the conversation (SPEC §6).
+        name: the tool's name (str).
+        arguments: the raw JSON text the model produced (str), not parsed: a model may
+            produce invalid JSON and the history must keep exactly what it sent.
     """
 
     id: str
@@ -49,11 +52,18 @@ class ToolCall:
     arguments: str = "{}"
 
     def to_openai(self) -> dict:
+        """The OpenAI form: ``{"id", "type": "function", "function": {"name",
+        "arguments"}}``."""
         return {"id": self.id, "type": "function",
                 "function": {"name": self.name, "arguments": self.arguments}}
 
     @classmethod
     def from_openai(cls, data: dict) -> "ToolCall":
+        """The inverse of ``to_openai``; missing arguments mean ``{}``.
+
+        Raises:
+            KeyError: ``data`` has no ``id``.
+        """
         function = data.get("function") or {}
         return cls(id=data["id"], name=function.get("name", ""),
                    arguments=function.get("arguments") or "{}")
@@ -61,11 +71,15 @@ class ToolCall:
 
 @dataclass
 class ChatMessage:
-    """One message of a conversation.
+    """One message of a conversation (SPEC §3).
 
-    ``content`` is a str or ``None``; ``tool_calls`` is a list of ``ToolCall`` on an
-    assistant message that called tools (else empty); ``tool_call_id`` names the call
-    a ``TOOL`` message answers.
+    Attributes:
+        role: the ``MessageRole`` (a role string is converted).
+        content: the text (str), or ``None`` on an assistant message that only called
+            tools.
+        tool_calls: the ``ToolCall`` list of an assistant message that called tools,
+            else empty.
+        tool_call_id: on a ``TOOL`` message, the id (str) of the call it answers.
     """
 
     role: MessageRole
@@ -78,15 +92,19 @@ class ChatMessage:
 
     @classmethod
     def system(cls, content: str) -> "ChatMessage":
+        """A system message with ``content`` (str)."""
         return cls(MessageRole.SYSTEM, content)
 
     @classmethod
     def user(cls, content: str) -> "ChatMessage":
+        """A user message with ``content`` (str)."""
         return cls(MessageRole.USER, content)
 
     @classmethod
     def assistant(cls, content: str | None = None,
                   tool_calls: list[ToolCall] | None = None) -> "ChatMessage":
+        """An assistant message: ``content`` (str or ``None``) and its ``tool_calls``
+        (list of ``ToolCall``, copied)."""
         return cls(MessageRole.ASSISTANT, content, list(tool_calls or []))
 
     @classmethod

@@ -459,3 +459,55 @@ def test_attack_a_rejection_followed_by_an_approval(paused):
         resume(agent, session, ToolApprovalResponse("c1", True))
     assert tools.count() == 0
     assert [r.outcome for r in session.audit] == ["rejected"]
+
+
+# -- R17: ambiguous or orphaned stored history is refused on load -----------------------------
+
+def _stored(*messages, pending=()):
+    return {"schema_version": 2, "messages": list(messages), "state": {},
+            "approvals": {"pending": list(pending), "audit": []}}
+
+
+_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize("data, words", [
+    (_stored({"role": "user", "content": "hi"}, {"role": "tool", "content": "x",
+                                                   "tool_call_id": "c9"}), "answers no call"),
+    (_stored({"role": "assistant", "content": None, "tool_calls": [_CALL]},
+             {"role": "tool", "content": "x", "tool_call_id": "c1"},
+             {"role": "tool", "content": "again", "tool_call_id": "c1"}), "answers it twice"),
+    (_stored({"role": "assistant", "content": None, "tool_calls": [_CALL]},
+             {"role": "user", "content": "hi"},
+             {"role": "tool", "content": "late", "tool_call_id": "c1"}), "answers no call"),
+    (_stored({"role": "assistant", "content": None,
+              "tool_calls": [{**_CALL, "id": 7}]}), "id is 7"),
+    (_stored({"role": "assistant", "content": None, "tool_calls": [{**_CALL, "id": ""}]}),
+     "id is ''"),
+    (_stored({"role": "assistant", "content": None, "tool_calls": ["c1"]}), "not an object"),
+    (_stored({"role": "assistant", "content": None, "tool_calls": [
+        {**_CALL, "function": {"name": "f", "arguments": {"a": 1}}}]}), "arguments is not"),
+    (_stored({"role": "tool", "content": "x", "tool_call_id": 3}), "tool_call_id is 3"),
+    (_stored({"role": "robot", "content": "x"}), "role 'robot'"),
+    (_stored({"role": "user", "content": 5}), "content of type int"),
+    (_stored({"role": "user", "content": "x"}, pending=[{"tool": "f", "digest": "d"}]),
+     "lacks a string call_id"),
+])
+def test_r17_stored_history_of_the_wrong_shape_is_refused(tmp_path, data, words):
+    """R17: a tool message answering no call, or a stored field of the wrong type, is a
+    ``SessionError`` naming the problem, on load, before anything is sent or runs."""
+    from agentflow import SessionError
+    with pytest.raises(SessionError, match=re.escape(words)):
+        AgentSession.from_dict(data)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(SessionError, match=re.escape(words)):
+        AgentSession.load(path)
+
+
+def test_r17_a_well_formed_history_still_loads():
+    data = _stored({"role": "user", "content": "hi"},
+                   {"role": "assistant", "content": None, "tool_calls": [_CALL]},
+                   {"role": "tool", "content": "x", "tool_call_id": "c1"},
+                   {"role": "assistant", "content": "done"})
+    assert AgentSession.from_dict(data).to_dict()["messages"] == data["messages"]
