@@ -10,6 +10,13 @@ Tool calls are kept in *slots*. A slot is opened by a delta's ``index``, or, whe
 provider sends no ``index``, by a new non-empty ``id``. A ``ToolCallStart`` is sent
 once the slot knows both its id and its name; argument fragments that arrive before
 that wait in the slot and follow the start.
+
+Keys the assembler does not know, on the delta or on a tool call (Gemini's
+``extra_content``), are kept as the provider sent them and stored on the message and
+its calls (``extra``), to be sent back (SPEC R21). A key sent in several deltas keeps
+its first non-empty value, as ``id`` and ``name`` do; a key whose value changes from
+delta to delta is data about each chunk (Together's ``token_id``), not about the
+message, and is dropped, named once in ``quirks``.
 """
 
 from __future__ import annotations
@@ -31,6 +38,12 @@ _FINISH_REASONS = {
     "tool_calls": FinishReason.TOOL_CALLS,
     "function_call": FinishReason.TOOL_CALLS,  # the legacy name
 }
+# Delta keys read here, the choice's index repeated in the delta (some servers), or
+# OpenAI response fields its own request schema does not take back (annotations,
+# audio); every other non-empty key is kept (SPEC R21).
+_KNOWN_DELTA_KEYS = frozenset({"role", "content", "refusal", "reasoning_content", "reasoning",
+                               "tool_calls", "function_call", "index", "annotations", "audio"})
+_KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 
 
 class TextBuffer:
@@ -67,6 +80,7 @@ class _Slot:
     arguments: list[str] = field(default_factory=list)
     started: bool = False
     sent: int = 0  # how many argument fragments were sent as updates
+    extra: dict = field(default_factory=dict)  # unknown keys, as sent (SPEC R21)
 
 
 class ChunkAssembler:
@@ -76,7 +90,8 @@ class ChunkAssembler:
 
     After ``finish``: ``text`` (str), ``reasoning`` (str), ``tool_calls``
     (list of ``ToolCall``), ``finish_reason`` (``FinishReason``), ``usage``
-    (``Usage`` or ``None``) describe the turn; ``quirks`` (list of str) names each
+    (``Usage`` or ``None``) describe the turn; ``extra`` (dict) holds the unknown
+    keys of the deltas, kept for the message; ``quirks`` (list of str) names each
     deviation from OpenAI's own format that was met, with the chunk number.
     """
 
@@ -89,6 +104,8 @@ class ChunkAssembler:
         self.usage: Usage | None = None
         self.finish_reason: FinishReason | None = None
         self.quirks: list[str] = []
+        self.extra: dict = {}
+        self._varying: set[tuple[int, str]] = set()  # (id of the extra dict, key) dropped
         self._chunks = 0
 
     @property
@@ -101,10 +118,26 @@ class ChunkAssembler:
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [ToolCall(s.id, s.name, "".join(s.arguments)) for s in self._slots]
+        return [ToolCall(s.id, s.name, "".join(s.arguments), dict(s.extra))
+                for s in self._slots]
 
     def _quirk(self, what: str) -> None:
         self.quirks.append(f"{what} at event {self._chunks}")
+
+    def _keep_unknown(self, data: dict, known: frozenset, into: dict, where: str) -> None:
+        """Keep ``data``'s unknown non-empty keys in ``into``; drop a key whose value
+        changes between deltas."""
+        for key, value in data.items():
+            if key in known or value is None or value == "" or value == [] or value == {}:
+                continue
+            if key not in into:
+                if (id(into), key) not in self._varying:
+                    into[key] = value
+            elif into[key] != value:
+                del into[key]
+                self._varying.add((id(into), key))
+                self._quirk(f"{where} field {key!r} changes from chunk to chunk "
+                            "(not kept with the message)")
 
     # -- one chunk -------------------------------------------------------------------
 
@@ -165,6 +198,7 @@ class ChunkAssembler:
 
     def _choice(self, choice: dict, updates: list) -> None:
         delta = choice.get("delta") or {}
+        self._keep_unknown(delta, _KNOWN_DELTA_KEYS, self.extra, "delta")
         content = delta.get("content")
         if isinstance(content, str):
             if content:
@@ -245,6 +279,7 @@ class ChunkAssembler:
         if not isinstance(call, dict):
             return
         slot = self._slot_for(call)
+        self._keep_unknown(call, _KNOWN_CALL_KEYS, slot.extra, "tool call")
         function = call.get("function") or {}
         call_id, name = call.get("id") or "", function.get("name") or ""
         # Re-sent headers (empty or in full) must never be concatenated: first wins.
@@ -323,7 +358,8 @@ class ChunkAssembler:
         # A turn with neither text nor calls is "" rather than null: several providers
         # refuse an assistant message whose content is null without tool calls (SPEC §6).
         content = self.text or (None if calls else "")
-        updates.append(Finish(reason, self.usage, ChatMessage.assistant(content, calls)))
+        message = ChatMessage.assistant(content, calls, self.reasoning or None, self.extra)
+        updates.append(Finish(reason, self.usage, message))
         return updates
 
 

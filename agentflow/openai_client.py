@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from .assembler import completion_updates, error_from_body, stream_updates
 from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
+from .profiles import Profile, resolve_profile
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
 
 if TYPE_CHECKING:
@@ -48,12 +49,21 @@ class OpenAIChatClient:
         retry_backoff: seconds before the first retry, doubled for each next one and
             scaled by a random factor in [0.5, 1); a ``Retry-After`` header (seconds
             or HTTP date, at most ``MAX_RETRY_WAIT``) takes precedence.
+        profile: the provider profile (``agentflow.profiles``) that builds the
+            request's messages from the stored ones: a name (``"openai"``,
+            ``"deepseek"``, ``"gemini"``, ``"mistral"``, ``"groq"``) or a ``Profile``;
+            default: guessed from the base URL's host, else ``openai`` (SPEC R21).
+            ``profile_note`` (str) says which was chosen and how.
+
+    Raises:
+        ValueError: ``profile`` names no known profile.
     """
 
     def __init__(self, model: str = "gpt-4o-mini", *, base_url: str | None = None,
                  api_key: str | None = None, connect_timeout: float = 10.0,
                  read_timeout: float = 120.0, headers: dict | None = None,
-                 stream: bool = True, max_retries: int = 2, retry_backoff: float = 0.5):
+                 stream: bool = True, max_retries: int = 2, retry_backoff: float = 0.5,
+                 profile: "str | Profile | None" = None):
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
                          or DEFAULT_BASE_URL).rstrip("/")
@@ -66,6 +76,7 @@ class OpenAIChatClient:
         self.stream = stream
         self.max_retries = max_retries
         self.retry_backoff = retry_backoff
+        self.profile, self.profile_note = resolve_profile(profile, self.base_url)
         import requests
         self._http = requests.Session()
         self._sleep = time.sleep
@@ -80,11 +91,13 @@ class OpenAIChatClient:
     def build_request(self, messages: Sequence[ChatMessage],
                       options: AgentRunOptions | None = None, tools: Iterable = ()) -> dict:
         """The JSON body (dict) of the chat-completions request for ``messages``,
-        offering ``tools`` (``Tool`` objects) in OpenAI's function format."""
+        offering ``tools`` (``Tool`` objects) in OpenAI's function format. The
+        messages are built by the client's ``profile`` (SPEC R21), which never
+        changes ``messages``."""
         options = options or AgentRunOptions()
         body: dict = {
             "model": options.model or self.model,
-            "messages": [m.to_openai() for m in messages],
+            "messages": self.profile.messages(messages),
             "stream": self.stream,
         }
         if self.stream:

@@ -45,17 +45,24 @@ class ToolCall:
         name: the tool's name (str).
         arguments: the raw JSON text the model produced (str), not parsed: a model may
             produce invalid JSON and the history must keep exactly what it sent.
+        extra: the keys of the call that agentflow does not know (dict), as the
+            provider sent them (Gemini's ``extra_content`` with its
+            ``thought_signature``), so that they can be sent back exactly as received
+            (SPEC R21).
     """
 
     id: str
     name: str
     arguments: str = "{}"
+    extra: dict = field(default_factory=dict)
 
     def to_openai(self) -> dict:
         """The OpenAI form: ``{"id", "type": "function", "function": {"name",
-        "arguments"}}``."""
-        return {"id": self.id, "type": "function",
+        "arguments"}}``, then ``extra``'s keys (an extra key never replaces a known
+        one)."""
+        data = {"id": self.id, "type": "function",
                 "function": {"name": self.name, "arguments": self.arguments}}
+        return _with_extra(data, self.extra)
 
     @classmethod
     def from_openai(cls, data: dict) -> "ToolCall":
@@ -66,7 +73,8 @@ class ToolCall:
         """
         function = data.get("function") or {}
         return cls(id=data["id"], name=function.get("name", ""),
-                   arguments=function.get("arguments") or "{}")
+                   arguments=function.get("arguments") or "{}",
+                   extra={k: v for k, v in data.items() if k not in _CALL_KEYS})
 
 
 @dataclass
@@ -80,12 +88,22 @@ class ChatMessage:
         tool_calls: the ``ToolCall`` list of an assistant message that called tools,
             else empty.
         tool_call_id: on a ``TOOL`` message, the id (str) of the call it answers.
+        reasoning_content: the reasoning (str) the model showed in this turn, kept
+            with it, or ``None``.
+        extra: the keys of the message that agentflow does not know (dict), as the
+            provider sent them.
+
+    Reasoning and ``extra`` are stored with the session and survive save/load; what
+    of them a request carries is decided by the provider profile
+    (``agentflow.profiles``, SPEC R21).
     """
 
     role: MessageRole
     content: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
+    reasoning_content: str | None = None
+    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.role = MessageRole(self.role)
@@ -101,11 +119,14 @@ class ChatMessage:
         return cls(MessageRole.USER, content)
 
     @classmethod
-    def assistant(cls, content: str | None = None,
-                  tool_calls: list[ToolCall] | None = None) -> "ChatMessage":
-        """An assistant message: ``content`` (str or ``None``) and its ``tool_calls``
-        (list of ``ToolCall``, copied)."""
-        return cls(MessageRole.ASSISTANT, content, list(tool_calls or []))
+    def assistant(cls, content: str | None = None, tool_calls: list[ToolCall] | None = None,
+                  reasoning_content: str | None = None,
+                  extra: dict | None = None) -> "ChatMessage":
+        """An assistant message: ``content`` (str or ``None``), its ``tool_calls``
+        (list of ``ToolCall``, copied), the turn's ``reasoning_content`` (str or
+        ``None``) and the provider's unknown keys ``extra`` (dict, copied)."""
+        return cls(MessageRole.ASSISTANT, content, list(tool_calls or []),
+                   reasoning_content=reasoning_content, extra=dict(extra or {}))
 
     @classmethod
     def tool(cls, result: str, call_id: str) -> "ChatMessage":
@@ -113,20 +134,41 @@ class ChatMessage:
         return cls(MessageRole.TOOL, result, tool_call_id=call_id)
 
     def to_openai(self) -> dict:
-        """The OpenAI chat-completions dict form of this message."""
+        """The message as stored: OpenAI's chat-completions dict form, plus
+        ``reasoning_content`` when there is any and the ``extra`` keys after the known
+        ones. This is what the provider gave; a request is built from it by a provider
+        profile, which decides what of it is sent (SPEC R21)."""
         data: dict[str, Any] = {"role": self.role.value, "content": self.content}
+        if self.reasoning_content:
+            data["reasoning_content"] = self.reasoning_content
         if self.tool_calls:
             data["tool_calls"] = [call.to_openai() for call in self.tool_calls]
         if self.tool_call_id is not None:
             data["tool_call_id"] = self.tool_call_id
-        return data
+        return _with_extra(data, self.extra)
 
     @classmethod
     def from_openai(cls, data: dict) -> "ChatMessage":
-        """Build a message from its OpenAI dict form (the inverse of ``to_openai``)."""
+        """Build a message from its dict form (the inverse of ``to_openai``); keys it
+        does not know go to ``extra``."""
         return cls(role=MessageRole(data["role"]), content=data.get("content"),
                    tool_calls=[ToolCall.from_openai(c) for c in data.get("tool_calls") or []],
-                   tool_call_id=data.get("tool_call_id"))
+                   tool_call_id=data.get("tool_call_id"),
+                   reasoning_content=data.get("reasoning_content"),
+                   extra={k: v for k, v in data.items() if k not in _MESSAGE_KEYS})
+
+
+# The keys ToolCall and ChatMessage read themselves; any other key is kept in ``extra``.
+# "index" is the stream's slot number, not part of a stored call.
+_CALL_KEYS = frozenset({"id", "type", "function", "index"})
+_MESSAGE_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id",
+                           "reasoning_content"})
+
+
+def _with_extra(data: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        data.setdefault(key, value)
+    return data
 
 
 @dataclass
