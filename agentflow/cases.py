@@ -108,7 +108,8 @@ class CaseDriver:
         self.executions: list = []
         client = OpenAIChatClient(model=message.get("model", "conformance-model"),
                                   base_url=message["base_url"],
-                                  api_key=message.get("api_key", ""))
+                                  api_key=message.get("api_key", ""),
+                                  profile=message.get("profile"))
         self.agent = ChatClientAgent(
             client, instructions=message.get("instructions"),
             tools=[CaseTool(t, self.executions) for t in message.get("tools", [])],

@@ -253,10 +253,13 @@ class Groq(Profile):
     Refuses any message property its schema lacks, with HTTP 400 ("'messages.2' : for
     'role:assistant' the following must be satisfied[('messages.2' : property
     'reasoning_content' is unsupported)]"): only OpenAI's documented keys are sent.
+    Its streams mark reasoning deltas with ``channel``, a key of Groq's that other
+    profiles leave out too.
     """
 
     name = "groq"
     hosts = ("api.groq.com",)
+    owns = frozenset({"channel"})  # gpt-oss on Groq marks each delta "analysis"/"final"
     send_unknown = False
 
 

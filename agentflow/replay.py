@@ -66,11 +66,19 @@ class ReplayServer:
     (``number`` counts from 0) and returns ``None`` when the request is as expected or
     a str naming the first difference; the server then answers HTTP 400 with that text
     as the error message (code ``request_mismatch``), keeps the queued reply, and
-    appends the text to ``mismatches``.
+    appends the text to ``mismatches``. It may also return a ``Reply``, which is sent
+    instead (its body is appended to ``mismatches``).
+
+    ``strict`` (str), when given, names a provider profile whose refusals the server
+    plays: a request that provider would refuse gets its error (``agentflow.strict``,
+    SPEC R21), checked before ``check``.
     """
 
-    def __init__(self, replies=(), check=None):
+    def __init__(self, replies=(), check=None, strict: str | None = None):
         self._replies = [_as_reply(r) for r in replies]
+        if strict is not None:
+            from .strict import strict_check
+            check = _first_of(strict_check(strict, self._replies), check)
         self._check = check
         self.requests: list[RecordedRequest] = []
         self.mismatches: list[str] = []
@@ -110,7 +118,10 @@ class ReplayServer:
                     server.requests.append(request)
                     problem = (server._check(len(server.requests) - 1, request)
                                if server._check else None)
-                    if problem:
+                    if isinstance(problem, Reply):
+                        server.mismatches.append(_text(problem.body))
+                        reply = problem
+                    elif problem:
                         server.mismatches.append(problem)
                         reply = Reply(json.dumps({"error": {
                             "message": problem, "code": "request_mismatch"}}),
@@ -169,6 +180,21 @@ class ReplayServer:
 
 def _as_reply(reply) -> Reply:
     return reply if isinstance(reply, Reply) else Reply(body=reply)
+
+
+def _first_of(*checks):
+    """One check from several: the first problem any of them finds."""
+    def check(number, request):
+        for each in checks:
+            problem = each(number, request) if each else None
+            if problem:
+                return problem
+        return None
+    return check
+
+
+def _text(body: bytes | str) -> str:
+    return body.decode("utf-8", "replace") if isinstance(body, bytes) else body
 
 
 def chat_stream(text: str = "", tool_calls=(), finish_reason: str | None = None,

@@ -19,6 +19,7 @@ from agentflow.cases import case_replies, load_case
 from agentflow.replay import ReplayServer
 
 CASES = Path(__file__).resolve().parent / "cases"
+PROFILE_CASES = Path(__file__).resolve().parent / "profiles"  # README, "Provider profiles"
 
 
 @dataclass
@@ -125,9 +126,11 @@ def _shown(value) -> str:
     return "absent" if value is None else json.dumps(value)[:160]
 
 
-def check_request(expected: dict, request, model: str = "conformance-model") -> str | None:
+def check_request(expected: dict, request, model: str = "conformance-model",
+                  exact: bool = False) -> str | None:
     """The first difference between a request the case expects and one received
-    (a ``RecordedRequest``)."""
+    (a ``RecordedRequest``). ``exact``: compare the messages as sent, provider keys
+    included, instead of their normalised form (profile cases)."""
     body = request.json
     if request.path != "/v1/chat/completions":
         return f"path: expected /v1/chat/completions, got {request.path}"
@@ -139,8 +142,8 @@ def check_request(expected: dict, request, model: str = "conformance-model") -> 
         return f"stream: expected true, got {_shown(body.get('stream'))}"
     if body.get("model") != model:
         return f"model: expected {json.dumps(model)}, got {_shown(body.get('model'))}"
-    messages = [normalise_message(m) for m in body.get("messages") or []]
-    wanted = [normalise_message(m) for m in expected["messages"]]
+    messages = [m if exact else normalise_message(m) for m in body.get("messages") or []]
+    wanted = [m if exact else normalise_message(m) for m in expected["messages"]]
     found = _first_difference(wanted, messages, "messages")
     if found:
         return found
@@ -154,8 +157,9 @@ def check_request(expected: dict, request, model: str = "conformance-model") -> 
     return None
 
 
-def check_turn(expect: dict, end: dict, updates: list[dict]) -> str | None:
-    """The first difference between a turn's expectations and what happened."""
+def check_turn(expect: dict, end: dict, updates: list[dict], exact: bool = False) -> str | None:
+    """The first difference between a turn's expectations and what happened.
+    ``exact``: compare the history as stored, provider keys included (profile cases)."""
     error = end.get("error")
     wanted_error = expect.get("error")
     if wanted_error != (error or {}).get("kind"):
@@ -170,9 +174,9 @@ def check_turn(expect: dict, end: dict, updates: list[dict]) -> str | None:
         if found:
             return found
     if "history" in expect:
-        found = _first_difference([normalise_message(m) for m in expect["history"]],
-                                  [normalise_message(m) for m in end.get("history", [])],
-                                  "history")
+        shown = (lambda m: m) if exact else normalise_message
+        found = _first_difference([shown(m) for m in expect["history"]],
+                                  [shown(m) for m in end.get("history", [])], "history")
         if found:
             return found
     if "executions" in expect:
@@ -279,10 +283,11 @@ def run_case(case: dict, make_driver) -> Outcome:
         if number >= len(calls):
             return (f"request {number + 1} of the case was not expected: the case has "
                     f"{len(calls)} model call(s)")
-        problem = check_request(calls[number]["request"], request, model)
+        problem = check_request(calls[number]["request"], request, model,
+                                exact="profile" in case)
         return f"{where[number]}: {problem}" if problem else None
 
-    server = ReplayServer(case_replies(case), check=check).start()
+    server = ReplayServer(case_replies(case), check=check, strict=case.get("profile")).start()
     driver = make_driver()
     try:
         setup = {"type": "setup", "base_url": server.base_url, "api_key": API_KEY,
@@ -290,6 +295,8 @@ def run_case(case: dict, make_driver) -> Outcome:
                  "instructions": case.get("instructions"),
                  "tools": case.get("tools", []),
                  "context_providers": case.get("context_providers", [])}
+        if "profile" in case:
+            setup["profile"] = case["profile"]
         ready = driver.setup(setup)
         if ready.get("type") != "ready":
             raise Mismatch(f"setup: expected a 'ready' answer, got {json.dumps(ready)[:200]}")
@@ -305,7 +312,7 @@ def run_case(case: dict, make_driver) -> Outcome:
             if len(server.requests) != served:
                 raise Mismatch(f"turn {number}: the implementation made "
                                f"{len(server.requests)} model call(s) so far, expected {served}")
-            problem = check_turn(turn["expect"], end, updates)
+            problem = check_turn(turn["expect"], end, updates, exact="profile" in case)
             if problem:
                 raise Mismatch(f"turn {number}: {problem}")
         return Outcome(case["id"], case["title"], True)
@@ -342,8 +349,10 @@ def main(argv=None) -> int:
                              "JSON-lines protocol of conformance/README.md")
     parser.add_argument("--case", action="append", metavar="ID",
                         help="run only this case (repeatable)")
+    parser.add_argument("--profiles", action="store_true",
+                        help="run the provider-profile cases of conformance/profiles instead")
     args = parser.parse_args(argv)
-    cases = load_cases()
+    cases = load_cases(PROFILE_CASES if args.profiles else CASES)
     if args.case:
         cases = [c for c in cases if c["id"] in args.case]
     make_driver = (lambda: Adapter(args.adapter)) if args.adapter else InProcess
