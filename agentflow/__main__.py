@@ -31,6 +31,9 @@ def main(argv=None) -> int:
         "inspect-stream", help="print what a recorded SSE body assembles to, and the "
                                "provider quirks it needed")
     inspect.add_argument("file", help="a text/event-stream body; - reads standard input")
+    inspect.add_argument("--profile", help="the provider profile to show the next request "
+                                           "with (default: guessed from --base-url)")
+    inspect.add_argument("--base-url", help="the API root the stream came from")
     replay = commands.add_parser(
         "replay", help="run a conformance case against agentflow and print its updates")
     replay.add_argument("case", help="a case id from conformance/cases, or the path of a case .json")
@@ -73,7 +76,11 @@ def _dispatch(args) -> int:
             except OSError as exc:
                 print(f"agentflow: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
                 return 2
-        return inspect_stream(data)
+        try:
+            return inspect_stream(data, profile=args.profile, base_url=args.base_url)
+        except ValueError as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 2
     if args.command == "demo":
         from . import demo as demo_module
         if args.approve:

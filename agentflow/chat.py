@@ -27,6 +27,7 @@ from .builtin_tools import BUILTIN_NAMES, builtin_tools
 from .cases import update_to_json
 from .errors import AgentflowError
 from .openai_client import OpenAIChatClient
+from .profiles import PROFILES
 from .session import AgentSession
 from .types import (AgentRunOptions, Finish, FinishReason, ReasoningDelta, TextDelta,
                     ToolApprovalRequest, ToolApprovalResponse, ToolResult)
@@ -35,7 +36,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 ALWAYS = "always_approve"  # session.state key: tools approved for the rest of the session
 SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with
 _REMEMBERED = {"base_url": None, "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
-               "system": None, "tools": ",".join(BUILTIN_NAMES), "max_rounds": 40}
+               "system": None, "tools": ",".join(BUILTIN_NAMES), "max_rounds": 40,
+               "profile": None}
 
 
 class UsageError(ValueError):
@@ -53,6 +55,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--model", help="model name (default gpt-4o-mini)")
     parser.add_argument("--api-key-env", metavar="VAR",
                         help="environment variable holding the API key (default OPENAI_API_KEY)")
+    parser.add_argument("--profile", choices=list(PROFILES),
+                        help="the provider profile: what requests send back of what the "
+                             "provider gave (default: guessed from the base URL, else openai)")
     parser.add_argument("--system", metavar="TEXT", help="the system prompt")
     parser.add_argument("--session", metavar="FILE",
                         help="keep the conversation in FILE (locked, saved after every step); "
@@ -97,7 +102,8 @@ class Chat:
             raise UsageError(f"--tools: {exc}") from None
         self.tools = {t.name: t for t in tools}
         client = OpenAIChatClient(settings["model"], base_url=settings["base_url"],
-                                  api_key=os.environ.get(settings["api_key_env"]) or "")
+                                  api_key=os.environ.get(settings["api_key_env"]) or "",
+                                  profile=settings["profile"])
         client.key_source = f"the {settings['api_key_env']} environment variable (--api-key-env)"
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools)
         self.options = AgentRunOptions(max_rounds=settings["max_rounds"])

@@ -1,5 +1,6 @@
-"""``agentflow inspect-stream FILE``: what a recorded SSE body assembles to, and which
-provider quirks (SPEC §6) it needed. For users whose provider misbehaves."""
+"""``agentflow inspect-stream FILE``: what a recorded SSE body assembles to, which
+provider quirks (SPEC §6) it needed, and what of it the next request sends back under
+a provider profile (SPEC R21). For users whose provider misbehaves."""
 
 from __future__ import annotations
 
@@ -8,17 +9,35 @@ import sys
 
 from .assembler import ChunkAssembler, stream_updates
 from .errors import ProviderError
+from .profiles import resolve_profile
+from .types import Finish
 
 
-def inspect_stream(data: bytes, out=None) -> int:
-    """Print the assembled message of the SSE body ``data`` (bytes) and the quirks
-    met, to ``out`` (default stdout). Returns 0, or 1 when the stream raised."""
+def inspect_stream(data: bytes, out=None, profile: str | None = None,
+                   base_url: str | None = None) -> int:
+    """Print the assembled message of the SSE body ``data`` (bytes), the quirks met,
+    and the message as the next request sends it back, to ``out`` (default stdout).
+
+    Args:
+        profile: the provider profile's name; default: guessed from ``base_url``, the
+            way ``OpenAIChatClient`` guesses it, else ``openai``.
+
+    Returns:
+        0, or 1 when the stream raised.
+
+    Raises:
+        ValueError: ``profile`` names no profile.
+    """
     out = out or sys.stdout
+    chosen, note = resolve_profile(profile, base_url or "")
+    if profile is None and not base_url:
+        note = "profile openai, the default (give --profile or --base-url)"
     assembler = ChunkAssembler()
-    error = None
+    error, message = None, None
     try:
-        for _ in stream_updates([data], assembler):
-            pass
+        for update in stream_updates([data], assembler):
+            if isinstance(update, Finish):
+                message = update.message
     except ProviderError as exc:
         error = exc
     write = lambda line="": out.write(line + "\n")  # noqa: E731
@@ -39,6 +58,14 @@ def inspect_stream(data: bytes, out=None) -> int:
     write(f"quirks ({len(assembler.quirks)}):")
     for quirk in assembler.quirks:
         write(f"  - {quirk}")
+    if message is not None:
+        kept = [f"  message: {json.dumps(message.extra)}"] if message.extra else []
+        kept += [f"  call {c.id}: {json.dumps(c.extra)}" for c in message.tool_calls if c.extra]
+        write(f"provider fields kept ({len(kept)}):")
+        for line in kept:
+            write(line)
+        write(f"{note}; the next request sends this turn as:")
+        write("  " + json.dumps(chosen.message(message)))
     if error is not None:
         write(f"error: {type(error).__name__}: {error}")
         return 1
