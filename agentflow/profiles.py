@@ -74,12 +74,20 @@ class Profile:
     send_unknown = True
 
     def messages(self, messages: Sequence[ChatMessage]) -> list[dict]:
-        """The request's ``messages`` (list of dicts) for the stored ``messages``.
-        Never changes them: every dict it alters is a new one."""
+        """The request's messages for the stored ones.
+
+        Args:
+            messages: the prompt (sequence of ``ChatMessage``), as stored.
+
+        Returns:
+            A list of dicts in the provider's form, possibly with messages added (never
+            stored). ``messages`` and everything they hold are left unchanged: a dict
+            that differs from the stored form is a new one.
+        """
         return [self.message(message) for message in messages]
 
     def message(self, message: ChatMessage) -> dict:
-        """One stored message as this provider is sent it."""
+        """One stored ``ChatMessage`` as this provider is sent it (a new dict)."""
         stored = message.to_openai()
         data = {key: value for key, value in stored.items()
                 if key in _MESSAGE_KEYS or (key in message.extra and self.sends(key))}
