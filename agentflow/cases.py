@@ -273,12 +273,13 @@ def replay(ref: str, trace: bool = False, mermaid: bool = False, out=None) -> in
             out.write(f"    [{old.name} --{event.value}--> {new.name}]\n")
 
     status = 0
-    with ReplayServer(case_replies(case)) as server:
+    with ReplayServer(case_replies(case), strict=case.get("profile")) as server:
         driver = CaseDriver(on_transition)
         driver.setup({"base_url": server.base_url, "api_key": "sk-replay",
                       "model": case.get("model", "conformance-model"),
                       "instructions": case.get("instructions"), "tools": case.get("tools", []),
-                      "context_providers": case.get("context_providers", [])})
+                      "context_providers": case.get("context_providers", []),
+                      "profile": case.get("profile")})
         if not diagram:
             out.write(f"case {case['id']}: {case['title']} ({', '.join(case['rules'])})\n")
         for number, turn in enumerate(case["turns"], 1):
