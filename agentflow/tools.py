@@ -7,6 +7,15 @@ descriptions come from a Google-style ``Args:`` section or ``:param name:`` line
 
 ``ApprovalRequiredTool(tool)`` wraps any tool so that the loop pauses for the caller's
 decision before it runs (SPEC R3).
+
+What the schema cannot say is reported when the tool is made, not when the model calls
+it: an annotation with no JSON-schema form (``datetime``, ``set[int]``, ``bytes``, a
+class) is a ``TypeError`` listing the supported ones, because no schema would be true.
+A parameter without an annotation (and without a str/int/float/bool default to infer
+the type from) and ``*args`` / ``**kwargs`` are a ``ToolDefinitionWarning``: the tool
+still works (the first is offered as a string, the others are not offered), but the
+model cannot know better than the schema. Make them errors with
+``warnings.simplefilter("error", ToolDefinitionWarning)``.
 """
 
 from __future__ import annotations
@@ -18,12 +27,22 @@ import json
 import re
 import types
 import typing
+import warnings
 from typing import Any, Callable, Literal, Union
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _JSON_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
                "array": list, "object": dict, "null": type(None)}
+SUPPORTED_ANNOTATIONS = ("str, int, float, bool, list[X], tuple[X, ...], tuple[X, Y], "
+                         "dict[str, X], Literal[...], an Enum subclass, X | None, "
+                         "Union[X, Y], Any")
+
+
+class ToolDefinitionWarning(UserWarning):
+    """A tool's function has a parameter its JSON schema cannot describe: one
+    without a type annotation (offered as a string) or ``*args`` / ``**kwargs`` (not
+    offered). Issued once, when the tool is made."""
 
 
 class Tool:
@@ -148,10 +167,16 @@ def _check_arguments(schema: dict, arguments: dict, enums: dict) -> dict:
 def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = None) -> dict:
     """The JSON schema (dict) of ``func``'s keyword arguments, from its type hints.
 
-    Supported: str, int, float, bool, list[X], dict / dict[str, X], Optional[X] and
-    ``X | None`` (nullable), Literal[...] (enum). A parameter without a default is
-    required. ``*args``/``**kwargs`` are not offered. Raises ``TypeError`` for an
-    annotation it cannot express, naming the parameter.
+    Supported: ``SUPPORTED_ANNOTATIONS`` (str, int, float, bool, list[X], tuple,
+    dict / dict[str, X], Literal[...] and Enum as enums, Optional[X] and ``X | None``
+    as nullable, Union, Any). A parameter without a default is required. Without an
+    annotation the type is read from a str/int/float/bool default, else it is
+    ``string``; ``*args``/``**kwargs`` are not offered. Both warn
+    (``ToolDefinitionWarning``, pointing at the function's ``def`` line).
+
+    Raises:
+        TypeError: an annotation with no JSON-schema form; the message names the
+            parameter, lists the supported annotations and says what to use instead.
     """
     param_docs = param_docs or {}
     hints = typing.get_type_hints(func)
@@ -159,15 +184,24 @@ def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = No
     required: list[str] = []
     for param in inspect.signature(func).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            star = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            _warn(func, f"{func.__name__}({star}{param.name}): the model cannot pass "
+                        f"{star}{param.name}, so it is left out of the tool's schema; name "
+                        "each parameter the model may pass instead")
             continue
         annotation = hints.get(param.name)
         if annotation is None:
             default = param.default
             annotation = (type(default) if type(default) in _SCALARS else str)
+            if annotation is str and not isinstance(default, str):
+                _warn(func, f"parameter {param.name!r} of {func.__name__} has no type "
+                            "annotation, so the model is told it is a string; annotate it, "
+                            f"e.g. {param.name}: str (supported: {SUPPORTED_ANNOTATIONS})")
         try:
             schema = _schema(annotation)
         except TypeError as exc:
-            raise TypeError(f"parameter {param.name!r} of {func.__name__}: {exc}") from None
+            raise TypeError(f"parameter {param.name!r} of {func.__name__}: {exc}. "
+                            f"Supported: {SUPPORTED_ANNOTATIONS}") from None
         if param.name in param_docs:
             schema["description"] = param_docs[param.name]
         if param.default is param.empty:
@@ -217,7 +251,40 @@ def _schema(annotation: Any) -> dict:
                           for a in args]}
     if annotation is Any:
         return {}
-    raise TypeError(f"no JSON schema for the annotation {annotation!r}")
+    raise TypeError(f"no JSON schema for the annotation {_annotation_name(annotation)}"
+                    f"{_instead(annotation)}")
+
+
+def _annotation_name(annotation: Any) -> str:
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "")
+
+
+def _instead(annotation: Any) -> str:
+    """What to annotate instead of an unsupported type, and convert in the function."""
+    origin = typing.get_origin(annotation) or annotation
+    if origin in (set, frozenset):
+        return " (use list[X] and make the set inside the function)"
+    if origin in (bytes, bytearray):
+        return " (use str, e.g. base64 text, and decode it inside the function)"
+    if getattr(origin, "__module__", "") == "datetime":
+        return (" (use str, e.g. ISO 8601 text, and parse it inside the function with "
+                f"{origin.__name__}.fromisoformat)")
+    if isinstance(origin, type):
+        return (" (take its fields as parameters, or a dict[str, X], and build the "
+                "object inside the function)")
+    return ""
+
+
+def _warn(func: Callable, text: str) -> None:
+    """Warn at the function's ``def`` line: that is what the author must change."""
+    code = getattr(inspect.unwrap(func), "__code__", None)
+    if code is None:
+        warnings.warn(text, ToolDefinitionWarning, stacklevel=4)
+    else:
+        warnings.warn_explicit(text, ToolDefinitionWarning, code.co_filename,
+                               code.co_firstlineno)
 
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
