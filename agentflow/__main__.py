@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -36,7 +37,8 @@ def main(argv=None) -> int:
     inspect.add_argument("--base-url", help="the API root the stream came from")
     replay = commands.add_parser(
         "replay", help="run a conformance case against agentflow and print its updates")
-    replay.add_argument("case", help="a case id from conformance/cases, or the path of a case .json")
+    replay.add_argument("case", help="a case id from conformance/cases (in a checkout of the "
+                                     "repository), or the path of a case .json")
     how = replay.add_mutually_exclusive_group()
     how.add_argument("--trace", action="store_true", help="also print each LoopState transition")
     how.add_argument("--mermaid", action="store_true",
@@ -47,6 +49,28 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `agentflow ... | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+CASES = os.path.join("conformance", "cases")
+
+
+def _missing_case(ref: str) -> str | None:
+    """Why ``agentflow replay REF`` cannot find its case, or ``None`` when it can. The
+    cases are part of the source repository, not of the installed package."""
+    if os.path.isfile(ref) or os.path.isfile(os.path.join(CASES, f"{ref}.json")):
+        return None
+    if ref.endswith(".json") or os.sep in ref:
+        return f"no case file {ref}: give the path of a case .json, or a case id"
+    if not os.path.isdir(CASES):
+        return (f"no case {ref!r}: the cases are in the conformance/cases folder of the "
+                f"agentflow source repository, and {os.getcwd()} has none; they are not "
+                "installed with the package. Run this in a checkout of the repository, or "
+                "give the path of a case .json")
+    return (f"no case {ref!r} in {os.path.abspath(CASES)}; the ids are the file names "
+            f"there without .json (ls {CASES}), or give the path of a case .json")
 
 
 def _chat_doc() -> str:
@@ -59,6 +83,10 @@ def _dispatch(args) -> int:
         from .chat import main as chat_main
         return chat_main(args)
     if args.command == "replay":
+        problem = _missing_case(args.case)
+        if problem:
+            print(f"agentflow: {problem}", file=sys.stderr)
+            return 2
         from .cases import replay
         try:
             return replay(args.case, trace=args.trace, mermaid=args.mermaid)

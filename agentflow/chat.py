@@ -9,35 +9,47 @@ Interactive on a terminal; in scripts, one message as an argument with
 --respond CALL_ID=yes|no[:REASON]. With --session FILE the session is locked, loaded
 before and saved (atomically) after every step.
 
-Exit status: 0 done, 1 error, 2 bad usage, 3 paused waiting for approval, 130
-interrupted.
+Exit status: 0 done, 1 error, 2 bad usage (a flag, a missing API key, a --session
+file that is not a session), 3 paused waiting for approval, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import contextlib
-import getpass
 import json
 import os
+import re
 import shlex
 import sys
 
-from .agent import ChatClientAgent
-from .builtin_tools import BUILTIN_NAMES, builtin_tools
-from .cases import update_to_json
+from .builtin_tools import BUILTIN_NAMES
 from .errors import AgentflowError
-from .openai_client import OpenAIChatClient
 from .profiles import PROFILES
-from .session import AgentSession
-from .types import (AgentRunOptions, Finish, FinishReason, ReasoningDelta, TextDelta,
-                    ToolApprovalRequest, ToolApprovalResponse, ToolResult)
+from .session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
+from .types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
+                    TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolResult)
 
+# The provider client and the JSON shapes (with the replay server) are imported when a
+# chat starts, not with this module: `agentflow --help` should cost little more than
+# `import agentflow` (make bench).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 ALWAYS = "always_approve"  # session.state key: tools approved for the rest of the session
 SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with
 _REMEMBERED = {"base_url": None, "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
                "system": None, "tools": ",".join(BUILTIN_NAMES), "max_rounds": 40,
                "profile": None}
+_OPENAI_HOST = "api.openai.com"
+
+# Library messages name Python arguments; a CLI user typed flags. Each pair is
+# (library words, CLI words); tests/test_cli_messages.py pins what the user sees.
+_CLI_WORDS = [
+    (re.compile(r"\bbase_url \(or OPENAI_BASE_URL\)"), "--base-url (or OPENAI_BASE_URL)"),
+    (re.compile(r"\bthat base_url\b"), "that --base-url"),
+    (re.compile(r"\braise read_timeout\b"), "raise --read-timeout"),
+    (re.compile(r"\b(?:connect|read)_timeout=(\S+) s\b"), r"\1 s"),
+    (re.compile(r"resume with the same AgentSession the run paused in"),
+     "give the --session file the run paused in"),
+]
 
 
 class UsageError(ValueError):
@@ -45,7 +57,7 @@ class UsageError(ValueError):
 
 
 class Quit(Exception):
-    """The user chose q at the approval prompt."""
+    """The user chose q at the approval prompt (or ended its input)."""
 
 
 def add_arguments(parser) -> None:
@@ -66,6 +78,8 @@ def add_arguments(parser) -> None:
                         help=f"comma-separated built-in tools, or 'none' (default: all: "
                              f"{', '.join(BUILTIN_NAMES)})")
     parser.add_argument("--max-rounds", type=int, help="rounds per run (default 40)")
+    parser.add_argument("--read-timeout", type=float, default=120.0, metavar="SECONDS",
+                        help="longest silence of the endpoint mid-reply (default 120)")
     parser.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="run_command is killed after this many seconds (default 30)")
     parser.add_argument("--output-cap", type=int, default=16_000, metavar="BYTES",
@@ -80,19 +94,45 @@ def add_arguments(parser) -> None:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
+class Output:
+    """Standard output for people, or (``--json``) one JSON object a line, always
+    ending with a closing object (``finish``, ``paused``, ``interrupted``, ``error``)."""
+
+    def __init__(self, json_mode: bool, stream=None):
+        self.json_mode = json_mode
+        self.stream = stream or sys.stdout
+        self._open_line = False  # a JSON line was being written when Ctrl-C came
+
+    def say(self, text: str = "", end: str = "\n") -> None:
+        if not self.json_mode:
+            self.stream.write(text + end)
+            self.stream.flush()
+
+    def emit(self, data: dict) -> None:
+        line = json.dumps(data) + "\n"
+        if self._open_line:
+            line = "\n" + line
+        self._open_line = True
+        self.stream.write(line)
+        self.stream.flush()
+        self._open_line = False
+
+
 class Chat:
     """One ``agentflow chat`` process: the agent, the session, the terminal."""
 
-    def __init__(self, args, session: AgentSession, out=None, interactive: bool = False):
+    def __init__(self, args, session: AgentSession, out: Output, interactive: bool = False):
+        from .agent import ChatClientAgent
+        from .builtin_tools import builtin_tools
         self.args = args
         self.session = session
-        self.out = out or sys.stdout
+        self.out = out
+        self.say = out.say
         self.interactive = interactive
         # Flags win; then what the session was started with; then the defaults.
         remembered = session.state.get(SETTINGS) or {}
         settings = {name: getattr(args, name) if getattr(args, name) is not None
                     else remembered.get(name, default) for name, default in _REMEMBERED.items()}
-        session.state[SETTINGS] = settings
         names = [] if settings["tools"].strip() in ("", "none") else \
             [n.strip() for n in settings["tools"].split(",") if n.strip()]
         try:
@@ -101,23 +141,47 @@ class Chat:
         except ValueError as exc:
             raise UsageError(f"--tools: {exc}") from None
         self.tools = {t.name: t for t in tools}
-        client = OpenAIChatClient(settings["model"], base_url=settings["base_url"],
-                                  api_key=os.environ.get(settings["api_key_env"]) or "",
-                                  profile=settings["profile"])
-        client.key_source = f"the {settings['api_key_env']} environment variable (--api-key-env)"
+        client = self._client(settings, remembered)
+        session.state[SETTINGS] = settings
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools)
         self.options = AgentRunOptions(max_rounds=settings["max_rounds"])
 
+    def _client(self, settings: dict, remembered: dict):
+        """The provider client, after checking the endpoint and the key: a URL
+        without http:// and a missing OpenAI key are said before anything connects."""
+        from urllib.parse import urlsplit
+        from .openai_client import DEFAULT_BASE_URL, OpenAIChatClient
+        if self.args.base_url is not None:
+            url, source = settings["base_url"], "--base-url"
+        elif settings["base_url"]:
+            url, source = settings["base_url"], f"the --base-url remembered in {self.args.session}"
+        elif os.environ.get("OPENAI_BASE_URL"):
+            url, source = os.environ["OPENAI_BASE_URL"], "OPENAI_BASE_URL"
+        else:
+            url, source = DEFAULT_BASE_URL, None
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            fixed = "http://" + url if "://" not in url else "http://" + url.split("://", 1)[1]
+            fix = (f"export OPENAI_BASE_URL={shlex.quote(fixed)}" if source == "OPENAI_BASE_URL"
+                   else f"--base-url {shlex.quote(fixed)}")
+            raise UsageError(f"{source} {url!r} is not an http:// or https:// URL; write "
+                             f"{fix} (or https:// for a remote server)")
+        variable = settings["api_key_env"]
+        key = os.environ.get(variable) or ""
+        if not key and parts.hostname == _OPENAI_HOST:
+            where = "OpenAI (the default endpoint)" if source is None else url
+            raise UsageError(
+                f"no API key: {variable} is not set, and {where} needs one. Set it "
+                f"(export {variable}=sk-...), or name the variable that holds it with "
+                "--api-key-env VAR; for a local server, give its --base-url (e.g. "
+                "http://localhost:11434/v1)")
+        client = OpenAIChatClient(settings["model"], base_url=url, api_key=key,
+                                  read_timeout=self.args.read_timeout,
+                                  profile=settings["profile"])
+        client.key_source = f"the {variable} environment variable (--api-key-env)"
+        return client
+
     # -- output ----------------------------------------------------------------------------
-
-    def say(self, text: str = "", end: str = "\n") -> None:
-        if not self.args.json:
-            self.out.write(text + end)
-            self.out.flush()
-
-    def emit_json(self, data: dict) -> None:
-        self.out.write(json.dumps(data) + "\n")
-        self.out.flush()
 
     def save(self) -> None:
         if self.args.session:
@@ -128,14 +192,18 @@ class Chat:
     def run(self, messages, responses=()) -> tuple[Finish | None, list[ToolApprovalRequest]]:
         """Run once, showing updates as they arrive and saving after every step.
         Returns ``(finish, approval requests)``; ``finish`` is ``None`` when Ctrl-C
-        stopped the stream (the session keeps every completed step, SPEC R10)."""
+        stopped the stream (the session keeps every completed step, SPEC R10, and the
+        user's message)."""
+        if self.args.json:
+            from .cases import update_to_json
+        messages = [ChatMessage.user(m) if isinstance(m, str) else m for m in messages]
         options = self.options.with_tool_approval_responses(responses)
         updates = self.agent.run(messages, self.session, options)
         requests, finish, in_text = [], None, False
         try:
             for update in updates:
                 if self.args.json:
-                    self.emit_json(update_to_json(update))
+                    self.out.emit(update_to_json(update))
                 if isinstance(update, TextDelta):
                     if not in_text:
                         self.say("assistant> ", end="")
@@ -157,9 +225,17 @@ class Chat:
                     finish = update
         except KeyboardInterrupt:
             updates.close()
+            # R10 keeps the input only with a completed model turn; a user who stopped
+            # the reply still asked the question, and the next turn should see it.
+            kept = [m for m in messages if not any(m is s for s in self.session.messages)]
+            self.session.messages.extend(kept)
             self.save()
-            self.say("\n(interrupted: the stream was stopped; the session keeps every "
-                     "completed step)")
+            text = ("stopped by Ctrl-C: the reply was cut off and is not kept; "
+                    + ("your message is kept, " if kept else "")
+                    + "every completed step is kept")
+            if self.args.json:
+                self.out.emit({"type": "interrupted", "message": text})
+            self.say(f"\n({text})")
             return None, []
         self.save()
         if finish and finish.finish_reason not in (FinishReason.STOP,
@@ -176,7 +252,13 @@ class Chat:
                 return EXIT_INTERRUPTED
             if finish.finish_reason is not FinishReason.AWAITING_APPROVAL:
                 return EXIT_OK
-            responses = self.decide(requests)
+            try:
+                responses = self.decide(requests)
+            except KeyboardInterrupt:
+                self.save()
+                self.say("\n(stopped by Ctrl-C at the approval prompt: nothing ran)")
+                self.paused()
+                return EXIT_INTERRUPTED
             if responses is None:
                 return self.paused()
             messages = []
@@ -219,16 +301,42 @@ class Chat:
         arguments = (json.dumps(request.arguments, indent=2, ensure_ascii=False)
                      if request.arguments is not None else "(not valid JSON)")
         self.say("arguments:\n" + "\n".join("  " + line for line in arguments.splitlines()))
-        tool = self.tools.get(request.name)
-        preview = getattr(tool, "preview", None)
-        if preview is not None and isinstance(request.arguments, dict):
-            shown = preview(request.arguments)
-            if shown:
-                self.say(shown.rstrip("\n"))
+        shown = self._preview(request)
+        if shown:
+            self.say(shown.rstrip("\n"))
+
+    def _preview(self, request: ToolApprovalRequest) -> str | None:
+        preview = getattr(self.tools.get(request.name), "preview", None)
+        if preview is None or not isinstance(request.arguments, dict):
+            return None
+        return preview(request.arguments)
+
+    def summary(self, request: ToolApprovalRequest) -> str:
+        """One line that lets a user judge a call without the prompt: the command
+        line, a write's path and diff size, or else the arguments as JSON."""
+        shown = self._preview(request)
+        if shown and shown.startswith("$ "):
+            return " ⏎ ".join(shown.splitlines())
+        if shown and request.name == "write_file":
+            lines = shown.splitlines()
+            added = sum(1 for line in lines[2:] if line.startswith("+"))
+            removed = sum(1 for line in lines[2:] if line.startswith("-"))
+            new = " (new file)" if lines[0] == "--- (new file)" else ""
+            path = request.arguments.get("path")
+            return (f"{path}{new}: +{added} -{removed} lines" if shown.startswith("---")
+                    else shown)
+        if request.arguments is None:
+            return "(arguments are not valid JSON)"
+        return json.dumps(request.arguments, ensure_ascii=False)
 
     def ask(self, tool_name: str):
         while True:
-            answer = input(f"approve? [y]es, [n]o, [a]lways {tool_name}, [q]uit: ").strip().lower()
+            try:
+                answer = input(f"approve? [y]es, [n]o, [a]lways {tool_name}, [q]uit: ")
+            except EOFError:  # Ctrl-D: like q, the call stays pending
+                self.say()
+                raise Quit() from None
+            answer = answer.strip().lower()
             if answer in ("y", "yes"):
                 return True, None
             if answer in ("n", "no"):
@@ -239,17 +347,28 @@ class Chat:
                 raise Quit()
 
     def paused(self) -> int:
-        pending = [r.call_id for r in self.session.approvals.pending]
+        """Say which calls wait and how to answer them; returns ``EXIT_PAUSED``."""
+        requests = self.pending_requests()
         if self.args.json:
-            self.emit_json({"type": "paused", "pending": pending})
+            self.out.emit({"type": "paused", "pending": [r.call_id for r in requests]})
             return EXIT_PAUSED
-        waiting = f"paused: {len(pending)} call(s) wait for approval ({', '.join(pending)})."
+        count = (f"{len(requests)} call waits" if len(requests) == 1
+                 else f"{len(requests)} calls wait")
+        self.say(f"paused: {count} for approval:")
+        width = max([len(r.call_id) for r in requests] + [0])
+        tool_width = max([len(r.name) for r in requests] + [0])
+        for request in requests:
+            self.say(f"  {request.call_id:<{width}}  {request.name:<{tool_width}}  "
+                     f"{self.summary(request)}")
         if self.args.session:
-            self.say(f"{waiting} Resume with: agentflow chat --session "
-                     f"{shlex.quote(self.args.session)} --respond "
-                     f"{pending[0] if pending else 'CALL_ID'}=yes")
+            answers = " ".join(f"--respond {shlex.quote(r.call_id)}=yes" for r in requests)
+            self.say("Answer each call: CALL_ID=yes runs it, CALL_ID=no:REASON rejects it.")
+            self.say(f"Resume with: agentflow chat --session {shlex.quote(self.args.session)} "
+                     f"{answers}")
         else:
-            self.say(f"{waiting} Without --session FILE this pause cannot be resumed later.")
+            self.say("Without --session FILE this pause cannot be resumed later: run again "
+                     "with --session FILE, and answer on a terminal or with --approve-all / "
+                     "--deny-all.")
         return EXIT_PAUSED
 
     def pending_requests(self) -> list[ToolApprovalRequest]:
@@ -257,38 +376,68 @@ class Chat:
         return self.session.approval_requests(self.tools.values())
 
     def responses_from_flags(self) -> list[ToolApprovalResponse]:
-        digests = {r.call_id: r.digest for r in self.session.approvals.pending}
-        responses = []
+        """The ``--respond`` answers, checked against the calls that wait: an id that
+        waits for nothing, or an id answered twice, is bad usage (before anything
+        runs, the session unchanged, SPEC R11)."""
+        waiting = {r.call_id: r for r in self.pending_requests()}
+        session = shlex.quote(self.args.session)
+        if not waiting:
+            raise UsageError(f"--respond: {self.args.session} has no call waiting for "
+                             "approval (it is not paused), so there is nothing to answer; "
+                             f"send a message instead: agentflow chat --session {session} "
+                             "\"MESSAGE\"")
+        listing = "; ".join(f"{i} ({r.name} {self.summary(r)})" for i, r in waiting.items())
+        responses, seen = [], set()
         for item in self.args.respond:
             call_id, sep, answer = item.partition("=")
             verdict, _, reason = answer.partition(":")
+            call_id = call_id.strip()
             if not sep or verdict.strip().lower() not in ("yes", "y", "no", "n"):
                 raise UsageError(f"--respond {item!r}: write CALL_ID=yes or CALL_ID=no[:REASON]")
-            approved = verdict.strip().lower() in ("yes", "y")
-            responses.append(ToolApprovalResponse(call_id.strip(), approved,
-                                                  None if approved else (reason or None),
-                                                  digests.get(call_id.strip()), _user()))
+            if call_id not in waiting:
+                raise UsageError(f"--respond {item!r}: no call {call_id!r} waits for approval "
+                                 f"in {self.args.session}. Waiting: {listing}")
+            if call_id in seen:
+                raise UsageError(f"--respond: {call_id} is answered twice; give one answer "
+                                 "per call")
+            seen.add(call_id)
+            request = waiting[call_id]
+            responses.append(request.approve(_user()) if verdict.strip().lower() in ("yes", "y")
+                             else request.reject(reason or None, _user()))
+        unanswered = [i for i in waiting if i not in seen]
+        if unanswered:
+            self.say(f"(no --respond for {', '.join(unanswered)}: rejected, as if you said no)")
         return responses
 
     # -- the whole command -----------------------------------------------------------------
 
     def main(self) -> int:
+        message = [self.args.message] if self.args.message is not None else []
         if self.args.respond:
-            return self.converse([], self.responses_from_flags())
-        if self.session.approvals.pending and (self.interactive or self.args.approve_all
-                                               or self.args.deny_all):
+            return self.converse(message, self.responses_from_flags())
+        if self.session.approvals.pending:
+            if not (self.interactive or self.args.approve_all or self.args.deny_all):
+                # Sending the message would reject the waiting calls unseen (SPEC R4).
+                if message:
+                    self.say("This session is paused, so your message was not sent: answer "
+                             "the calls that wait first.")
+                return self.paused()
             self.say("This session is paused; answer its pending calls first.")
             responses = self.decide(self.pending_requests())
             if responses is None:
                 return self.paused()
             status = self.converse([], responses)
-            if status != EXIT_OK or not (self.interactive and self.args.message is None):
+            if status != EXIT_OK or not (self.interactive and not message):
                 return status
-        if self.args.message is not None:
-            return self.converse([self.args.message])
+        if message:
+            return self.converse(message)
+        if self.args.json:
+            raise UsageError("--json runs one message and prints no prompt: give the message "
+                             "as an argument, e.g. agentflow chat --json \"MESSAGE\"")
         if not self.interactive:
-            raise UsageError("no message given and standard input is not a terminal: "
-                             "pass the message as an argument")
+            raise UsageError("no message given, and standard input is not a terminal, so "
+                             "there is no prompt: give the message as an argument, e.g. "
+                             "agentflow chat \"MESSAGE\"")
         return self.repl()
 
     def repl(self) -> int:
@@ -311,36 +460,107 @@ class Chat:
 
 
 def _user() -> str | None:
+    import getpass
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return None
 
 
+def _check_flags(args) -> None:
+    """Usage errors that need neither the session nor the network."""
+    if args.respond and not args.session:
+        raise UsageError("--respond needs --session FILE (the paused session)")
+    for flag, value, least in (("--max-rounds", args.max_rounds, 1),
+                               ("--output-cap", args.output_cap, 1)):
+        if value is not None and value < least:
+            raise UsageError(f"{flag} must be {least} or more, got {value}")
+    for flag, value in (("--read-timeout", args.read_timeout),
+                        ("--command-timeout", args.command_timeout)):
+        if not value > 0:
+            raise UsageError(f"{flag} must be more than 0 seconds, got {value:g}")
+    if args.session:
+        path = args.session
+        folder = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise UsageError(f"--session {path} is a folder; give a file in it, e.g. "
+                             f"--session {shlex.quote(os.path.join(path, 'chat.json'))}")
+        if not os.path.isdir(folder):
+            raise UsageError(f"--session {path}: the folder {folder} does not exist; create "
+                             f"it (mkdir -p {shlex.quote(folder)}) or give another path")
+
+
+def _session_problem(path: str, error: Exception) -> str:
+    """Why ``path`` could not be opened as a session, in words a CLI user can act on."""
+    start = f"--session {path}"
+    fresh = "give another file name to start a new session (this file is left as it is)"
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        return f"{start}: cannot read it ({exc.strerror})"
+    if not raw.strip():
+        return (f"{start} is empty, not a saved session: delete it (rm {shlex.quote(path)}) "
+                "to start a new session there, or give another file")
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return f"{start} is not a saved session (it is not JSON); {fresh}"
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if isinstance(data, dict) and "signature" in data:
+        return (f"{start} is signed (saved with AgentSession.open(..., secret=...)), and "
+                f"agentflow chat opens unsigned sessions only; {fresh}")
+    if version is None:
+        return (f"{start} is not a saved session (JSON without a schema_version, so not "
+                f"written by agentflow); {fresh}")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return (f"{start} was written by a newer agentflow (schema_version {version}; this "
+                f"one reads up to {SCHEMA_VERSION}): upgrade agentflow "
+                "(pip install -U agentflow), or " + fresh)
+    detail = str(error).removeprefix(f"{path} is not a saved session: ")
+    return f"{start} is not a usable session ({detail}); {fresh}"
+
+
+def cli_words(text: str) -> str:
+    """A library message with its Python words (``base_url``, ``read_timeout``,
+    ``AgentSession``) replaced by the flags a CLI user types."""
+    for pattern, words in _CLI_WORDS:
+        text = pattern.sub(words, text)
+    return text
+
+
 def main(args) -> int:
     """Run ``agentflow chat`` with parsed ``args``; returns the exit status."""
-    if args.respond and not args.session:
-        print("agentflow: --respond needs --session FILE (the paused session)", file=sys.stderr)
-        return EXIT_USAGE
+    out = Output(args.json)
+
+    def fail(status: int, kind: str, message: str) -> int:
+        if args.json:
+            out.emit({"type": "error", "kind": kind, "message": message})
+        print(f"agentflow: {'error: ' if status == EXIT_ERROR else ''}{message}",
+              file=sys.stderr)
+        return status
+
     interactive = sys.stdin.isatty() and not args.json
     try:
+        _check_flags(args)
         with contextlib.ExitStack() as stack:
             if args.session:
-                session = stack.enter_context(AgentSession.open(args.session))
+                try:
+                    session = stack.enter_context(AgentSession.open(args.session))
+                except SessionLockedError:
+                    raise
+                except (ValueError, SessionError) as exc:
+                    raise UsageError(_session_problem(args.session, exc)) from None
             else:
                 session = AgentSession()
-            try:
-                return Chat(args, session, interactive=interactive).main()
-            except KeyboardInterrupt:
-                return EXIT_INTERRUPTED
+            return Chat(args, session, out, interactive=interactive).main()
     except UsageError as exc:
-        print(f"agentflow: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(EXIT_USAGE, "UsageError", str(exc))
+    except KeyboardInterrupt:
+        if args.json:
+            out.emit({"type": "interrupted", "message": "stopped by Ctrl-C"})
+        return EXIT_INTERRUPTED
     except (AgentflowError, ValueError, OSError) as exc:
         if args.debug:
             raise
-        if args.json:
-            print(json.dumps({"type": "error", "kind": type(exc).__name__, "message": str(exc)}),
-                  flush=True)
-        print(f"agentflow: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return fail(EXIT_ERROR, type(exc).__name__, cli_words(str(exc)))

@@ -159,8 +159,8 @@ class AgentSession:
         when the file does not exist), and save on the way out, also after an error
         (the session then holds every completed step, SPEC R10).
 
-        The lock is an OS lock on ``path + ".lock"``, released when the block ends or
-        the process dies. Raises ``SessionLockedError`` at once when another process
+        The lock is an OS lock on ``path + ".lock"``, released (and the file removed)
+        when the block ends, or released when the process dies. Raises ``SessionLockedError`` at once when another process
         holds it, so two processes can never resume the same paused run together.
         """
         path = os.fspath(path)
@@ -261,26 +261,46 @@ def _verify(path: str, data: dict, secret) -> None:
 
 
 class _FileLock:
-    """An exclusive, non-blocking OS lock on a file, held while the block runs."""
+    """An exclusive, non-blocking OS lock on a file, held while the block runs.
+
+    The lock file exists only while it is held: it is removed (while still locked)
+    when the block ends, so no stray ``*.lock`` is left beside the session. A process
+    that locked a file just removed by another tries again on the new one.
+    """
 
     def __init__(self, path: str):
         self.path = path
         self._fd: int | None = None
 
     def __enter__(self) -> "_FileLock":
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            _lock(fd)
-        except OSError:
+        while True:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:
+                raise FileNotFoundError(
+                    f"cannot open the session {self.path[:-5]}: the folder "
+                    f"{os.path.dirname(os.path.abspath(self.path))} does not exist") from None
+            try:
+                _lock(fd)
+            except OSError:
+                os.close(fd)
+                raise SessionLockedError(
+                    f"{self.path[:-5]} is in use by another process (it holds "
+                    f"{self.path}); wait for that run to finish, then try again") from None
+            try:
+                current = os.stat(self.path)
+            except FileNotFoundError:
+                current = None
+            if current is not None and os.path.samestat(current, os.fstat(fd)):
+                self._fd = fd
+                return self
+            _unlock(fd)  # removed by its last holder after we opened it
             os.close(fd)
-            raise SessionLockedError(
-                f"{self.path[:-5]} is in use by another process (it holds {self.path}); "
-                "wait for that run to finish, then try again") from None
-        self._fd = fd
-        return self
 
     def __exit__(self, *exc) -> None:
         if self._fd is not None:
+            with contextlib.suppress(OSError):  # Windows cannot remove an open file
+                os.unlink(self.path)
             _unlock(self._fd)
             os.close(self._fd)
             self._fd = None

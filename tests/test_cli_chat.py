@@ -1,6 +1,6 @@
 """End-to-end tests of ``agentflow chat`` and ``agentflow replay`` (issue 6).
 
-Every test runs the real command in a subprocess (``sys.executable -m agentflow``)
+Every test runs the real command in a subprocess (the ``agentflow`` console script)
 against a loopback ``ReplayServer`` over real HTTP, and checks what a user sees
 (exit status, the text on the terminal or stdout/stderr), what the server received
 (the requests the model would see) and the saved session file.
@@ -13,33 +13,21 @@ prompt, and timeouts only stop a broken run from hanging the suite.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import pathlib
 import shlex
 import subprocess
-import sys
 
 import pytest
 
 from agentflow.replay import Reply, ReplayServer, chat_stream
-from agentflow.session import AgentSession
 
-from helpers_pty import PtyProcess
+from helpers_cli import (ALL_TOOLS, KEY, REPO, RUN_COMMAND_DESCRIPTION, USER,
+                         WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
+                         child_env, digest, json_lines, pause_text, pty_chat, run_agentflow,
+                         run_chat, run_command_block, saved, slow_reply, tool_message,
+                         tool_names, user)
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-TIMEOUT = 120  # seconds; only against hangs
-KEY = "sk-test-0123456789abcdef"  # the key every child gets in OPENAI_API_KEY
-USER = "tester"  # the approver name the child's getpass.getuser() returns
-
-RUN_COMMAND_DESCRIPTION = ("Run a shell command on this machine and return its exit "
-                           "status and output.")
-WRITE_FILE_DESCRIPTION = "Write a text file, replacing what it held."
-ALL_TOOLS = ["run_command", "read_file", "list_dir", "write_file"]
-
-
-# -- helpers --------------------------------------------------------------------------------
+# -- helpers ------------------------------------------------------------------------------
 
 @pytest.fixture
 def server():
@@ -47,91 +35,6 @@ def server():
     replay = ReplayServer().start()
     yield replay
     replay.stop()
-
-
-def child_env(**extra) -> dict:
-    """The child's environment: no stray OpenAI/agentflow settings from the outer
-    shell, a known user name (the approver in the audit trail), UTF-8 output, and a
-    default base URL that refuses connections, so that no test can ever reach a real
-    provider by accident."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI_", "AGENTFLOW_"))}
-    env.update(USER=USER, LOGNAME=USER, PYTHONIOENCODING="utf-8", TERM="dumb",
-               OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
-    env.update(extra)
-    return env
-
-
-def run_chat(*args, cwd, env=None, command="chat") -> subprocess.CompletedProcess:
-    """``python -m agentflow chat ARGS`` with no terminal (stdin is /dev/null)."""
-    return subprocess.run([sys.executable, "-m", "agentflow", command, *args], cwd=cwd,
-                          env=env or child_env(), stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, encoding="utf-8",
-                          timeout=TIMEOUT)
-
-
-def pty_chat(*args, cwd, env=None) -> PtyProcess:
-    """``python -m agentflow chat ARGS`` on a pseudo-terminal."""
-    return PtyProcess(["chat", *args], cwd=cwd, env=env or child_env())
-
-
-def calls_reply(*calls, text: str = "") -> bytes:
-    """A streamed model turn calling ``calls``: ``(call_id, tool, arguments dict)``."""
-    return chat_stream(text=text, tool_calls=[(i, n, json.dumps(a)) for i, n, a in calls])
-
-
-def digest(arguments: dict) -> str:
-    """SHA-256 of the canonical JSON of ``arguments`` (the approval digest)."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def tool_names(request) -> list[str]:
-    return [t["function"]["name"] for t in request.json.get("tools", [])]
-
-
-def user(text: str) -> dict:
-    return {"role": "user", "content": text}
-
-
-def assistant(text, *calls) -> dict:
-    message = {"role": "assistant", "content": text}
-    if calls:
-        message["tool_calls"] = [{"id": i, "type": "function",
-                                  "function": {"name": n, "arguments": json.dumps(a)}}
-                                 for i, n, a in calls]
-    return message
-
-
-def tool_message(call_id: str, content: str) -> dict:
-    return {"role": "tool", "content": content, "tool_call_id": call_id}
-
-
-def saved(path) -> dict:
-    """The saved session file as JSON, after checking that ``AgentSession.load``
-    accepts it."""
-    AgentSession.load(path)
-    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-
-
-def audit_summary(session_json: dict) -> list[tuple]:
-    """(call_id, tool, digest, outcome, reason, approver) per audit record."""
-    return [(r["call_id"], r["tool"], r["digest"], r["outcome"], r["reason"], r["approver"])
-            for r in session_json["approvals"]["audit"]]
-
-
-def run_command_block(call_id: str, command: str) -> str:
-    """What the approval prompt shows for ``run_command(command)``."""
-    return (f"── approval needed ── {call_id}\n"
-            "tool:        run_command\n"
-            f"description: {RUN_COMMAND_DESCRIPTION}\n"
-            "arguments:\n"
-            "  {\n"
-            f"    \"command\": {json.dumps(command)}\n"
-            "  }\n"
-            f"$ {command}\n"
-            "approve? [y]es, [n]o, [a]lways run_command, [q]uit: ")
 
 
 # == 1. the interactive approval prompt ====================================================
@@ -272,9 +175,8 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
     first.expect("[q]uit: ")
     first.send("q")
     assert first.wait() == 3
-    assert first.rest() == ("q\n"
-                            "paused: 1 call(s) wait for approval (call_1). Resume with: "
-                            f"agentflow chat --session {session} --respond call_1=yes\n")
+    assert first.rest() == "q\n" + pause_text(session, ("call_1", "run_command",
+                                                         "$ echo resumed"))
     assert len(server.requests) == 1
     data = saved(session)
     assert data["messages"] == [user("Run something"), assistant("I will run it.", call)]
@@ -342,24 +244,14 @@ def test_write_file_prompt_shows_the_unified_diff(server, tmp_path):
 
 # == 2. Ctrl-C while a reply streams =======================================================
 
-def slow_reply(first_word: str, rest: str) -> Reply:
-    """A reply whose first word arrives at once-ish and whose ``rest`` only after 40
-    SSE comment lines, each half a second apart: the stream is still open, in the
-    middle of a model turn, long after the first word is on the screen."""
-    events = [e + "\n\n" for e in
-              chat_stream(f"{first_word} {rest}").decode().split("\n\n") if e]
-    # events: role, first word, the rest's words, finish, usage, [DONE]
-    head = events[0] + events[1]
-    return Reply(chunks=[head.encode()] + [b": still thinking\n\n"] * 40
-                 + ["".join(events[2:]).encode()], delay=0.5)
-
-
 def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     """Ctrl-C mid-stream stops the reply (the rest never shows), says so, and the
-    prompt comes back; the session file stays a valid session holding only the
-    completed turn, no partial assistant message. Ctrl-C at the prompt exits 130."""
+    prompt comes back; the session file stays a valid session holding the completed
+    turn and the user's interrupted message, no partial assistant message, and the
+    next turn sends that message too (issue 16). Ctrl-C at the prompt exits 130."""
     server.queue(chat_stream("Hello there."))
     server.queue(slow_reply("alpha", "omega-never-shown"))
+    server.queue(chat_stream("Briefly: yes."))
     session = tmp_path / "s.json"
 
     chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
@@ -370,20 +262,26 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     chat.send("tell me more")
     chat.expect("assistant> alpha")
     chat.send_raw(b"\x03")
-    chat.expect("interrupted")
-    chat.expect("you> ")
+    chat.expect("(stopped by Ctrl-C")
+    assert chat.expect("you> ") == (": the reply was cut off and is not kept; your message "
+                                    "is kept, every completed step is kept)\nyou> ")
     assert len(server.requests) == 2
 
     data = saved(session)  # valid while the process still runs
-    assert data["messages"] == [user("hi"), assistant("Hello there.")]
+    kept = [user("hi"), assistant("Hello there."), user("tell me more")]
+    assert data["messages"] == kept
+
+    chat.send("briefly?")
+    assert chat.expect("you> ") == "briefly?\nassistant> Briefly: yes.\nyou> "
+    assert server.requests[2].json["messages"] == kept + [user("briefly?")]
 
     chat.send_raw(b"\x03")
     assert chat.wait() == 130
     assert "omega-never-shown" not in chat.text
     assert "Traceback" not in chat.text
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
     data = saved(session)
-    assert data["messages"] == [user("hi"), assistant("Hello there.")]
+    assert data["messages"] == kept + [user("briefly?"), assistant("Briefly: yes.")]
     assert data["approvals"] == {"pending": [], "audit": []}
 
 
@@ -422,8 +320,7 @@ def test_without_a_terminal_it_pauses_and_respond_yes_resumes(server, tmp_path):
     paused = run_chat("--base-url", server.base_url, "--session", str(session), "Run it",
                       cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
-    assert paused.stdout == ("paused: 1 call(s) wait for approval (call_1). Resume with: "
-                             f"agentflow chat --session {session} --respond call_1=yes\n")
+    assert paused.stdout == pause_text(session, ("call_1", "run_command", "$ echo later"))
     data = saved(session)
     assert data["messages"] == [user("Run it"), assistant(None, call)]
     assert [r["call_id"] for r in data["approvals"]["pending"]] == ["call_1"]
@@ -467,8 +364,7 @@ def test_pause_without_session_says_it_cannot_be_resumed(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
     paused = run_chat("--base-url", server.base_url, "Run it", cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
-    assert paused.stdout == ("paused: 1 call(s) wait for approval (call_1). Without "
-                             "--session FILE this pause cannot be resumed later.\n")
+    assert paused.stdout == pause_text(None, ("call_1", "run_command", "$ echo hi"))
     assert len(server.requests) == 1
 
 
@@ -503,14 +399,6 @@ def test_respond_without_session_is_a_usage_error(server, tmp_path):
 
 
 # == 4. --json =============================================================================
-
-def json_lines(stdout: str) -> list[dict]:
-    """Every stdout line, parsed; each must be one JSON object."""
-    lines = stdout.splitlines()
-    parsed = [json.loads(line) for line in lines]
-    assert all(isinstance(item, dict) for item in parsed), stdout
-    return parsed
-
 
 def test_json_updates_pause_and_respond(server, tmp_path):
     """``--json``: one object per line in the protocol's shapes; a paused run ends
@@ -568,7 +456,7 @@ def test_json_error_line(tmp_path):
     done = run_chat("--base-url", "http://127.0.0.1:9/v1", "--json", "hi", cwd=tmp_path)
     assert done.returncode == 1
     message = ("could not connect to http://127.0.0.1:9/v1/chat/completions: connection "
-               "refused. Is the server running, and is base_url (or OPENAI_BASE_URL) right?")
+               "refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) right?")
     assert json_lines(done.stdout) == [{"type": "error", "kind": "ProviderError",
                                         "message": message}]
     assert done.stderr == f"agentflow: error: {message}\n"
@@ -591,7 +479,7 @@ def test_unreachable_url(tmp_path):
     done = run_chat("--base-url", "http://127.0.0.1:9/v1", "hi", cwd=tmp_path)
     assert check_one_error_line(done) == (
         "agentflow: error: could not connect to http://127.0.0.1:9/v1/chat/completions: "
-        "connection refused. Is the server running, and is base_url (or OPENAI_BASE_URL) "
+        "connection refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) "
         "right?")
     assert done.stdout == ""
 
@@ -641,7 +529,7 @@ def test_404_unknown_model(server, tmp_path):
     assert check_one_error_line(done) == (
         "agentflow: error: [HTTP 404, code model_not_found] The model `no-such-model` does "
         "not exist or you do not have access to it. URL: "
-        f"{server.base_url}/chat/completions. Check the model name, and that base_url ends "
+        f"{server.base_url}/chat/completions. Check the model name, and that --base-url ends "
         "where the API starts (most servers want a /v1 suffix)")
     assert server.requests[0].json["model"] == "no-such-model"
     assert done.stdout == ""
@@ -708,9 +596,7 @@ def test_max_rounds_1_stops_after_one_round(server, tmp_path):
 # == 7. agentflow replay ===================================================================
 
 def run_replay(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agentflow", "replay", *args], cwd=REPO,
-                          env=child_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, encoding="utf-8", timeout=TIMEOUT)
+    return run_agentflow("replay", *args, cwd=REPO)
 
 
 DIGEST_RM = digest({"command": "rm -rf /"})
@@ -794,9 +680,9 @@ def test_replay_unknown_case():
     done = run_replay("no-such-case")
     assert done.returncode == 2
     assert done.stdout == ""
-    assert done.stderr == ("agentflow: no case 'no-such-case': give the path of a case .json "
-                           "or the id of one in conformance/cases (run from the repository "
-                           "root)\n")
+    assert done.stderr == (f"agentflow: no case 'no-such-case' in {REPO}/conformance/cases; "
+                           "the ids are the file names there without .json (ls "
+                           "conformance/cases), or give the path of a case .json\n")
 
 
 def test_bad_usage_exits_2_with_one_line(server, tmp_path):
@@ -808,5 +694,5 @@ def test_bad_usage_exits_2_with_one_line(server, tmp_path):
     assert done.stderr.count("\n") == 1
     no_message = run_chat("--base-url", server.base_url, cwd=tmp_path)
     assert no_message.returncode == 2
-    assert "pass the message as an argument" in no_message.stderr
+    assert "give the message as an argument" in no_message.stderr
     assert server.requests == []

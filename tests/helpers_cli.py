@@ -1,0 +1,159 @@
+"""Running ``agentflow`` the way a user does, for the end-to-end tests of the command
+line (test_cli_chat.py, test_cli_messages.py): the child's environment, the command
+with no terminal or on a pseudo-terminal, the model turns a ``ReplayServer`` serves,
+and the shapes of what the user sees and what is saved."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+from agentflow.replay import Reply, chat_stream
+from agentflow.session import AgentSession
+
+from helpers_pty import PtyProcess
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+TIMEOUT = 120  # seconds; only against hangs
+KEY = "sk-test-0123456789abcdef"  # the key every child gets in OPENAI_API_KEY
+USER = "tester"  # the approver name the child's getpass.getuser() returns
+
+RUN_COMMAND_DESCRIPTION = ("Run a shell command on this machine and return its exit "
+                           "status and output.")
+WRITE_FILE_DESCRIPTION = "Write a text file, replacing what it held."
+ALL_TOOLS = ["run_command", "read_file", "list_dir", "write_file"]
+
+
+def child_env(**extra) -> dict:
+    """The child's environment: no stray OpenAI/agentflow settings from the outer
+    shell, a known user name (the approver in the audit trail), UTF-8 output, and a
+    default base URL that refuses connections, so that no test can ever reach a real
+    provider by accident."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "AGENTFLOW_"))}
+    env.update(USER=USER, LOGNAME=USER, PYTHONIOENCODING="utf-8", TERM="dumb",
+               OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+    env.update(extra)
+    return env
+
+
+AGENTFLOW = str(pathlib.Path(sys.executable).with_name("agentflow"))  # the console script
+
+
+def run_agentflow(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    """``agentflow ARGS`` with no terminal (stdin is /dev/null)."""
+    return subprocess.run([AGENTFLOW, *args], cwd=cwd, env=env or child_env(),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          encoding="utf-8", timeout=TIMEOUT)
+
+
+def run_chat(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    """``agentflow chat ARGS`` with no terminal (stdin is /dev/null)."""
+    return run_agentflow("chat", *args, cwd=cwd, env=env)
+
+
+def pty_chat(*args, cwd, env=None) -> PtyProcess:
+    """``python -m agentflow chat ARGS`` on a pseudo-terminal."""
+    return PtyProcess(["chat", *args], cwd=cwd, env=env or child_env())
+
+
+def calls_reply(*calls, text: str = "") -> bytes:
+    """A streamed model turn calling ``calls``: ``(call_id, tool, arguments dict)``."""
+    return chat_stream(text=text, tool_calls=[(i, n, json.dumps(a)) for i, n, a in calls])
+
+
+def digest(arguments: dict) -> str:
+    """SHA-256 of the canonical JSON of ``arguments`` (the approval digest)."""
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def tool_names(request) -> list[str]:
+    return [t["function"]["name"] for t in request.json.get("tools", [])]
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def assistant(text, *calls) -> dict:
+    message = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [{"id": i, "type": "function",
+                                  "function": {"name": n, "arguments": json.dumps(a)}}
+                                 for i, n, a in calls]
+    return message
+
+
+def tool_message(call_id: str, content: str) -> dict:
+    return {"role": "tool", "content": content, "tool_call_id": call_id}
+
+
+def pause_text(session, *calls) -> str:
+    """What a paused run prints: each waiting call ``(call_id, tool, summary)`` and
+    how to answer (``session`` is the --session path, or None without one)."""
+    count = f"{len(calls)} call waits" if len(calls) == 1 else f"{len(calls)} calls wait"
+    width = max(len(c[0]) for c in calls)
+    tool_width = max(len(c[1]) for c in calls)
+    lines = [f"paused: {count} for approval:"]
+    lines += [f"  {i:<{width}}  {t:<{tool_width}}  {summary}" for i, t, summary in calls]
+    if session is None:
+        lines.append("Without --session FILE this pause cannot be resumed later: run again "
+                     "with --session FILE, and answer on a terminal or with --approve-all / "
+                     "--deny-all.")
+    else:
+        lines += ["Answer each call: CALL_ID=yes runs it, CALL_ID=no:REASON rejects it.",
+                  f"Resume with: agentflow chat --session {session} "
+                  + " ".join(f"--respond {c[0]}=yes" for c in calls)]
+    return "\n".join(lines) + "\n"
+
+
+def saved(path) -> dict:
+    """The saved session file as JSON, after checking that ``AgentSession.load``
+    accepts it."""
+    AgentSession.load(path)
+    return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+
+
+def audit_summary(session_json: dict) -> list[tuple]:
+    """(call_id, tool, digest, outcome, reason, approver) per audit record."""
+    return [(r["call_id"], r["tool"], r["digest"], r["outcome"], r["reason"], r["approver"])
+            for r in session_json["approvals"]["audit"]]
+
+
+def run_command_block(call_id: str, command: str) -> str:
+    """What the approval prompt shows for ``run_command(command)``."""
+    return (f"── approval needed ── {call_id}\n"
+            "tool:        run_command\n"
+            f"description: {RUN_COMMAND_DESCRIPTION}\n"
+            "arguments:\n"
+            "  {\n"
+            f"    \"command\": {json.dumps(command)}\n"
+            "  }\n"
+            f"$ {command}\n"
+            "approve? [y]es, [n]o, [a]lways run_command, [q]uit: ")
+
+
+def slow_reply(first_word: str, rest: str) -> Reply:
+    """A reply whose first word arrives at once-ish and whose ``rest`` only after 40
+    SSE comment lines, each half a second apart: the stream is still open, in the
+    middle of a model turn, long after the first word is on the screen."""
+    events = [e + "\n\n" for e in
+              chat_stream(f"{first_word} {rest}").decode().split("\n\n") if e]
+    # events: role, first word, the rest's words, finish, usage, [DONE]
+    head = events[0] + events[1]
+    return Reply(chunks=[head.encode()] + [b": still thinking\n\n"] * 40
+                 + ["".join(events[2:]).encode()], delay=0.5)
+
+
+def json_lines(stdout: str) -> list[dict]:
+    """Every stdout line, parsed; each must be one JSON object."""
+    lines = stdout.splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert all(isinstance(item, dict) for item in parsed), stdout
+    return parsed
