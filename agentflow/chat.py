@@ -101,7 +101,6 @@ class Output:
     def __init__(self, json_mode: bool, stream=None):
         self.json_mode = json_mode
         self.stream = stream or sys.stdout
-        self._open_line = False  # a JSON line was being written when Ctrl-C came
 
     def say(self, text: str = "", end: str = "\n") -> None:
         if not self.json_mode:
@@ -110,12 +109,10 @@ class Output:
 
     def emit(self, data: dict) -> None:
         line = json.dumps(data) + "\n"
-        if self._open_line:
-            line = "\n" + line
-        self._open_line = True
-        self.stream.write(line)
-        self.stream.flush()
-        self._open_line = False
+        # Ctrl-C waits until the line is out: a reader never gets half an object.
+        with _sigint_deferred():
+            self.stream.write(line)
+            self.stream.flush()
 
 
 class Chat:
@@ -457,6 +454,22 @@ class Chat:
             status = self.converse([line])
             if status == EXIT_PAUSED:
                 return status
+
+
+@contextlib.contextmanager
+def _sigint_deferred():
+    """SIGINT is held back while the block runs and delivered after it (POSIX; where
+    signals cannot be masked, the block just runs)."""
+    import signal
+    mask = getattr(signal, "pthread_sigmask", None)
+    if mask is None:
+        yield
+        return
+    mask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        mask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _user() -> str | None:

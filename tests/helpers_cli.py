@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 from agentflow.replay import Reply, chat_stream
 from agentflow.session import AgentSession
@@ -59,6 +60,21 @@ def run_chat(*args, cwd, env=None) -> subprocess.CompletedProcess:
 def pty_chat(*args, cwd, env=None) -> PtyProcess:
     """``python -m agentflow chat ARGS`` on a pseudo-terminal."""
     return PtyProcess(["chat", *args], cwd=cwd, env=env or child_env())
+
+
+def ctrl_c_when_waiting(chat: PtyProcess) -> None:
+    """Type Ctrl-C once the child is asleep, waiting to read the terminal or the
+    stream. A SIGINT that lands between ``input()`` writing its prompt and starting to
+    read is only noticed when the read returns, so a test that typed Ctrl-C on seeing
+    the prompt would hang now and then; a user, slower than a test, never meets that
+    window. Where ``/proc`` is missing this waits for nothing."""
+    stat = pathlib.Path(f"/proc/{chat.proc.pid}/stat")
+    deadline = time.monotonic() + TIMEOUT
+    while stat.exists() and time.monotonic() < deadline:
+        if stat.read_text().rsplit(")", 1)[1].split()[0] == "S":  # sleeping
+            break
+        time.sleep(0.001)
+    chat.send_raw(b"\x03")
 
 
 def calls_reply(*calls, text: str = "") -> bytes:

@@ -23,9 +23,9 @@ from agentflow.replay import Reply, ReplayServer, chat_stream
 
 from helpers_cli import (ALL_TOOLS, KEY, REPO, RUN_COMMAND_DESCRIPTION, USER,
                          WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
-                         child_env, digest, json_lines, pause_text, pty_chat, run_agentflow,
-                         run_chat, run_command_block, saved, slow_reply, tool_message,
-                         tool_names, user)
+                         child_env, ctrl_c_when_waiting, digest, json_lines, pause_text,
+                         pty_chat, run_agentflow, run_chat, run_command_block, saved,
+                         slow_reply, tool_message, tool_names, user)
 
 # -- helpers ------------------------------------------------------------------------------
 
@@ -261,7 +261,7 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     assert chat.expect("you> ") == "hi\nassistant> Hello there.\nyou> "
     chat.send("tell me more")
     chat.expect("assistant> alpha")
-    chat.send_raw(b"\x03")
+    ctrl_c_when_waiting(chat)
     chat.expect("(stopped by Ctrl-C")
     assert chat.expect("you> ") == (": the reply was cut off and is not kept; your message "
                                     "is kept, every completed step is kept)\nyou> ")
@@ -275,7 +275,7 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     assert chat.expect("you> ") == "briefly?\nassistant> Briefly: yes.\nyou> "
     assert server.requests[2].json["messages"] == kept + [user("briefly?")]
 
-    chat.send_raw(b"\x03")
+    ctrl_c_when_waiting(chat)
     assert chat.wait() == 130
     assert "omega-never-shown" not in chat.text
     assert "Traceback" not in chat.text
