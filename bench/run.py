@@ -20,6 +20,7 @@ import decode  # noqa: E402
 import loop_only  # noqa: E402
 import memory  # noqa: E402
 import peers  # noqa: E402
+import startup  # noqa: E402
 from common import SOURCE, runs, summary  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "RESULTS.md"
@@ -163,6 +164,13 @@ def main() -> int:
         peers._process_seconds("pass", str(peers.BENCH_PYTHON), dict(os.environ)) for _ in range(7))
     lines += ["", f"`import agentflow` does not import `requests`; making the first "
               f"`OpenAIChatClient` does. Import plus a client made: {made * 1e3:.0f} ms."]
+
+    print("start-up ...", flush=True)
+    lines += ["", "## 6. Command-line start-up", "",
+              f"Fresh processes, {startup.ROUNDS} rounds of the three in turn; the ratio pairs "
+              "each command with `import agentflow` in the same round (bench/startup.py). "
+              f"Target: `agentflow --help` within {startup.TARGET}×.", ""]
+    lines += startup.table(startup.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]
