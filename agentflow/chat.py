@@ -158,9 +158,11 @@ class Chat:
             url, source = DEFAULT_BASE_URL, None
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
-            fixed = "http://" + url if "://" not in url else "http://" + url.split("://", 1)[1]
-            fix = (f"export OPENAI_BASE_URL={shlex.quote(fixed)}" if source == "OPENAI_BASE_URL"
-                   else f"--base-url {shlex.quote(fixed)}")
+            rest = url.split("://", 1)[-1]
+            fixed = ("http://HOST:PORT/v1" if re.match(r"[A-Za-z][\w+.-]*:/", rest)
+                     else shlex.quote("http://" + rest))
+            fix = (f"export OPENAI_BASE_URL={fixed}" if source == "OPENAI_BASE_URL"
+                   else f"--base-url {fixed}")
             raise UsageError(f"{source} {url!r} is not an http:// or https:// URL; write "
                              f"{fix} (or https:// for a remote server)")
         variable = settings["api_key_env"]
@@ -227,9 +229,9 @@ class Chat:
             kept = [m for m in messages if not any(m is s for s in self.session.messages)]
             self.session.messages.extend(kept)
             self.save()
-            text = ("stopped by Ctrl-C: the reply was cut off and is not kept; "
-                    + ("your message is kept, " if kept else "")
-                    + "every completed step is kept")
+            text = ("stopped by Ctrl-C: " + ("your message and every completed step are"
+                                             if kept else "every completed step is")
+                    + " kept; the unfinished step is not")
             if self.args.json:
                 self.out.emit({"type": "interrupted", "message": text})
             self.say(f"\n({text})")
@@ -328,20 +330,23 @@ class Chat:
 
     def ask(self, tool_name: str):
         while True:
-            try:
-                answer = input(f"approve? [y]es, [n]o, [a]lways {tool_name}, [q]uit: ")
-            except EOFError:  # Ctrl-D: like q, the call stays pending
-                self.say()
-                raise Quit() from None
+            answer = self.read(f"approve? [y]es, [n]o, [a]lways {tool_name}, [q]uit: ")
             answer = answer.strip().lower()
             if answer in ("y", "yes"):
                 return True, None
             if answer in ("n", "no"):
-                return False, input("reason (optional): ").strip() or None
+                return False, self.read("reason (optional): ").strip() or None
             if answer in ("a", "always"):
                 return "always", None
             if answer in ("q", "quit"):
                 raise Quit()
+
+    def read(self, prompt: str) -> str:
+        try:
+            return input(prompt)
+        except EOFError:  # Ctrl-D: like q, the call stays pending
+            self.say()
+            raise Quit() from None
 
     def paused(self) -> int:
         """Say which calls wait and how to answer them; returns ``EXIT_PAUSED``."""

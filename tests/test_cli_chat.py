@@ -263,8 +263,8 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     chat.expect("assistant> alpha")
     ctrl_c_when_waiting(chat)
     chat.expect("(stopped by Ctrl-C")
-    assert chat.expect("you> ") == (": the reply was cut off and is not kept; your message "
-                                    "is kept, every completed step is kept)\nyou> ")
+    assert chat.expect("you> ") == (": your message and every completed step are kept; the "
+                                    "unfinished step is not)\nyou> ")
     assert len(server.requests) == 2
 
     data = saved(session)  # valid while the process still runs

@@ -21,7 +21,7 @@ from agentflow.replay import ReplayServer, chat_stream
 
 from helpers_cli import (AGENTFLOW, REPO, TIMEOUT, calls_reply, child_env,
                          ctrl_c_when_waiting, json_lines, pause_text, pty_chat,
-                         run_agentflow, run_chat, saved, slow_reply, user)
+                         run_agentflow, run_chat, saved, slow_reply, tool_message, user)
 
 FRESH = "give another file name to start a new session (this file is left as it is)"
 
@@ -176,6 +176,23 @@ def test_respond_to_an_unknown_call_lists_the_waiting_ones(paused, server):
     assert (paused / "s.json").read_text(encoding="utf-8") == before
 
 
+def test_respond_says_which_waiting_calls_it_leaves_unanswered(paused, server):
+    """A call without a --respond is rejected on resume (SPEC R4): said before it
+    happens, not left for the user to find in the history."""
+    server.queue(chat_stream("Fine, I left everything alone."))
+    done = run_chat("--session", "s.json", "--respond", "call_1=no:not now", cwd=paused)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == ("(no --respond for call_2, call_3: rejected, as if you said no)\n"
+                           "  [run_command] Rejected: not now\n"
+                           "  [write_file] Rejected: User denied\n"
+                           "  [write_file] Rejected: User denied\n"
+                           "assistant> Fine, I left everything alone.\n")
+    assert server.requests[0].json["messages"][-3:] == [
+        tool_message("call_1", "Rejected: not now"),
+        tool_message("call_2", "Rejected: User denied"),
+        tool_message("call_3", "Rejected: User denied")]
+
+
 def test_respond_twice_to_one_call(paused, server):
     done = run_chat("--session", "s.json", "--respond", "call_1=yes", "--respond",
                     "call_1=no", cwd=paused)
@@ -256,6 +273,19 @@ def test_ctrl_c_at_the_approval_prompt_keeps_the_call_pending_and_says_how_to_re
         "call_1"]
 
 
+def test_ctrl_d_at_the_approval_prompt_pauses_like_q(server, tmp_path):
+    """End of input at the prompt (formerly a traceback) keeps the call pending."""
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
+    chat = pty_chat("--base-url", server.base_url, "--session", "s.json", "Make a file",
+                    cwd=tmp_path)
+    chat.expect("[q]uit: ")
+    chat.send_raw(b"\x04")
+    assert chat.wait() == 3
+    assert chat.rest() == "\n" + pause_text("s.json", ("call_1", "run_command",
+                                                       "$ touch ran.txt"))
+    assert not (tmp_path / "ran.txt").exists()
+
+
 def test_ctrl_c_mid_stream_with_json_ends_with_a_closing_object_and_keeps_the_message(
         server, tmp_path):
     """No terminal needed: SIGINT is what Ctrl-C sends. The output is whole JSON lines
@@ -273,9 +303,9 @@ def test_ctrl_c_mid_stream_with_json_ends_with_a_closing_object_and_keeps_the_me
     assert (child.returncode, errors) == (130, "")
     assert json_lines(first + rest) == [
         {"type": "text", "text": "alpha"},
-        {"type": "interrupted", "message": "stopped by Ctrl-C: the reply was cut off and is "
-                                           "not kept; your message is kept, every completed "
-                                           "step is kept"}]
+        {"type": "interrupted", "message": "stopped by Ctrl-C: your message and every "
+                                           "completed step are kept; the unfinished step is "
+                                           "not"}]
     assert saved(tmp_path / "s.json")["messages"] == [user("Tell me a story")]
 
 
