@@ -138,12 +138,12 @@ class Chat:
         except ValueError as exc:
             raise UsageError(f"--tools: {exc}") from None
         self.tools = {t.name: t for t in tools}
-        client = self._client(settings, remembered)
+        client = self._client(settings)
         session.state[SETTINGS] = settings
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools)
         self.options = AgentRunOptions(max_rounds=settings["max_rounds"])
 
-    def _client(self, settings: dict, remembered: dict):
+    def _client(self, settings: dict):
         """The provider client, after checking the endpoint and the key: a URL
         without http:// and a missing OpenAI key are said before anything connects."""
         from urllib.parse import urlsplit
