@@ -118,13 +118,14 @@ class Output:
 class Chat:
     """One ``agentflow chat`` process: the agent, the session, the terminal."""
 
-    def __init__(self, args, session: AgentSession, out: Output, interactive: bool = False):
+    def __init__(self, args, session: AgentSession, out: Output | None = None,
+                 interactive: bool = False):
         from .agent import ChatClientAgent
         from .builtin_tools import builtin_tools
         self.args = args
         self.session = session
-        self.out = out
-        self.say = out.say
+        self.out = out or Output(args.json)
+        self.say = self.out.say
         self.interactive = interactive
         # Flags win; then what the session was started with; then the defaults.
         remembered = session.state.get(SETTINGS) or {}
