@@ -160,8 +160,9 @@ class AgentSession:
         (the session then holds every completed step, SPEC R10).
 
         The lock is an OS lock on ``path + ".lock"``, released (and the file removed)
-        when the block ends, or released when the process dies. Raises ``SessionLockedError`` at once when another process
-        holds it, so two processes can never resume the same paused run together.
+        when the block ends, or released when the process dies. Raises
+        ``SessionLockedError`` at once when another process holds it, so two processes
+        can never resume the same paused run together.
         """
         path = os.fspath(path)
         with _FileLock(path + ".lock"):
