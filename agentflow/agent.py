@@ -6,18 +6,25 @@ hands it and the run's input to the ``FunctionInvokingChatClient``, forwards eve
 update, and appends each new message to the session as the loop reports it. Where the
 input goes (R6) and when it is stored (R10) is the loop's business, in one place.
 
+The agent keeps the session's write-ahead record (R16): a call the loop is about to
+run goes into ``session.running`` and its result takes it out. For a session opened
+from a store it saves (``session.checkpoint()``) after every step: each message the
+loop stores, each call about to run, and before the final ``Finish``.
+
 A context provider is code that adds to the prompt before a run and sees what the run
 produced after it (R1): a memory, a retrieval step or a clock are typical ones.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from .function_invoking import FunctionInvokingChatClient
 from .session import AgentSession
-from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
+from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish, MessageRole,
+                    ToolCall)
 
 
 @dataclass
@@ -108,7 +115,9 @@ class ChatClientAgent:
         the responses. Raises ``TypeError`` at once for arguments of the wrong
         type; while iterating, ``ApprovalError`` (session unchanged) and
         ``ProviderError``; after an error the session holds every completed step
-        and nothing of the failed one (R10).
+        and nothing of the failed one (R10). A session opened from a store is saved
+        after every step; ``SessionConflictError`` means another worker wrote it
+        first, and nothing more ran (R16, R22).
         """
         new_input = _as_messages(messages)
         if session is not None and not isinstance(session, AgentSession):
@@ -135,11 +144,23 @@ class ChatClientAgent:
 
         def on_message(message: ChatMessage) -> None:
             session.messages.append(message)
-            if id(message) not in given:
+            if message.role is MessageRole.TOOL:
+                session.running.pop(message.tool_call_id, None)  # its result is in (R16)
+            if id(message) not in given:  # the input is saved with the model's turn
                 added.append(message)
+                session.checkpoint(changed=True)
 
-        yield from self.chat_client.run(prompt, options, on_message=on_message,
-                                        approvals=session.approvals, new_messages=new_input)
+        def on_call_start(call: ToolCall) -> None:  # written ahead of the tool (R16)
+            session.running[call.id] = {"tool": call.name, "started_at": time.time()}
+            session.checkpoint(changed=True)
+
+        for update in self.chat_client.run(
+                prompt, options, on_message=on_message, approvals=session.approvals,
+                new_messages=new_input, on_call_start=on_call_start,
+                started_calls=set(session.running)):
+            if isinstance(update, Finish):
+                session.checkpoint()  # the approval records, input stored at the end
+            yield update
         for provider in self.context_providers:
             provider.on_invoked(list(new_input), added, session)
 

@@ -66,11 +66,21 @@ class SessionError(AgentflowError):
 
 class SessionIntegrityError(SessionError):
     """A saved session's signature is missing, unexpected or wrong: the file was
-    changed after it was signed, or the wrong secret was given."""
+    changed after it was signed, or the wrong secret was given; or a session file is
+    older than one its store already wrote (restored from a copy, SPEC R22)."""
 
 
-class SessionLockedError(SessionError):
-    """Another process holds the session's lock file: it is resuming that session."""
+class SessionConflictError(SessionError):
+    """Another worker wrote the session since this one read it: the write, a
+    compare-and-swap on the session's ``revision``, was refused and nothing was
+    saved (SPEC R22). Raised before a tool runs when two workers resume the same
+    pause, so only one of them runs it. The ``AgentSession`` in hand is stale: load
+    it again from the store to see what the other worker did."""
+
+
+class SessionLockedError(SessionConflictError):
+    """Another process holds the session's lock file: it is resuming that session.
+    (The file store's early form of a conflict: it is found before anything runs.)"""
 
 
 class LoopStateError(AgentflowError):

@@ -56,6 +56,16 @@ Every message is handed to ``on_message`` as soon as its step completes (R10), w
 how ``ChatClientAgent`` persists the session: the run's input together with the first
 completed model turn (or at the end, when no model call completes), then each assistant
 message and each tool result.
+
+At most once, across crashes (R16). Running a tool is the one step that cannot be
+undone, so it is written ahead: right before a tool runs, the call is handed to
+``on_call_start``, which records durably that it started (the agent saves the session);
+its result, stored as usual, closes that record. A crash in between leaves a call that
+started and has no result; the next run is told so (``started_calls``) and, in
+RESUMING, answers it ``Error: interrupted: <tool> may have partly run and was not run
+again`` instead of running it, unless the tool is idempotent. ``KeyboardInterrupt`` or
+``SystemExit`` inside a tool store that same result before they propagate. The loop
+never knows where sessions live: persisting is the callbacks' business.
 """
 
 from __future__ import annotations
@@ -65,17 +75,18 @@ import enum
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from .approvals import ApprovalLedger, Decision, approval_request
 from .errors import ApprovalError, LoopStateError, ProviderError
-from .tools import FunctionTool, Tool
+from .tools import FunctionTool, ResultConversionError, Tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
                     FinishReason, MessageRole, ToolApprovalResponse, ToolCall, ToolResult,
                     Usage)
 
 DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
 MAX_CONSECUTIVE_FAILED_ROUNDS = 3  # SPEC R13
+UNCONVERTED = "the tool ran; its result could not be converted: "  # SPEC R16
 
 
 class LoopState(enum.Enum):
@@ -202,6 +213,11 @@ def pending_calls(messages: Sequence[ChatMessage]) -> PendingTurn:
     return PendingTurn(len(messages), [], set())
 
 
+def interrupted_text(tool: str) -> str:
+    """The result of a call that started and never finished (SPEC R16)."""
+    return f"Error: interrupted: {tool} may have partly run and was not run again"
+
+
 def rejection_text(reason: str | None) -> str:
     """``Rejected: <reason>``, the reason exactly as given; a missing or blank
     (whitespace-only) reason is ``User denied`` (SPEC R7)."""
@@ -216,7 +232,9 @@ class RunState:
 
     ``messages`` is the prompt the model sees next; ``later`` what joins it once the
     pending calls are answered (R6); ``unsaved`` the run's input not yet handed to
-    ``on_message`` (R10). ``rounds`` counts model rounds (R8), ``failed_rounds``
+    ``on_message`` (R10). ``on_call_start`` makes a call's start durable before its
+    tool runs; ``started`` holds the ids of calls an earlier run started and never
+    finished (R16). ``rounds`` counts model rounds (R8), ``failed_rounds``
     consecutive rounds in which every call failed (R13); ``usage`` sums tokens.
     """
 
@@ -224,6 +242,8 @@ class RunState:
     options: AgentRunOptions
     on_message: Callable[[ChatMessage], None]
     approvals: ApprovalLedger | None
+    on_call_start: Callable[[ToolCall], None] = lambda call: None
+    started: frozenset = frozenset()
     later: list[ChatMessage] = field(default_factory=list)
     unsaved: list[ChatMessage] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
@@ -241,6 +261,11 @@ class RunState:
             self.store_input()
         self.messages.append(message)
         self.on_message(message)
+
+    def record_start(self, call: ToolCall) -> None:
+        """The write-ahead record (R16): hand ``call`` to ``on_call_start``, which
+        saves that it started, before its tool runs."""
+        self.on_call_start(call)
 
     def store_input(self) -> None:
         for message in self.unsaved:
@@ -294,7 +319,9 @@ class FunctionInvokingChatClient:
     def run(self, messages: Sequence[ChatMessage], options: AgentRunOptions | None = None,
             on_message: Callable[[ChatMessage], None] | None = None,
             approvals: ApprovalLedger | None = None,
-            new_messages: Sequence[ChatMessage] = ()) -> Iterator[AgentResponseUpdate]:
+            new_messages: Sequence[ChatMessage] = (),
+            on_call_start: Callable[[ToolCall], None] | None = None,
+            started_calls: Collection[str] = ()) -> Iterator[AgentResponseUpdate]:
         """Run the loop; a generator of updates.
 
         Args:
@@ -309,6 +336,11 @@ class FunctionInvokingChatClient:
                 history is checked.
             new_messages: this run's input; placed after the results of any pending
                 calls, never between a tool-call message and its results (R6).
+            on_call_start: called with each ``ToolCall`` right before its tool runs;
+                it must record durably that the call started (R16). An exception from
+                it stops the run before the tool runs.
+            started_calls: ids (str) of calls that an earlier run started and never
+                finished; they are answered ``Error: interrupted: …`` (R16).
 
         Yields:
             The caller-visible updates; the last is always one ``Finish`` whose reason
@@ -319,10 +351,14 @@ class FunctionInvokingChatClient:
             ApprovalError: responses that fit no pending call, or an ambiguous pending
                 turn (R11, R17), before anything executes.
             ProviderError: from the provider client; what completed before is stored.
+            KeyboardInterrupt, SystemExit: from inside a tool, after its
+                ``Error: interrupted: …`` result was stored (R16).
         """
         run = RunState(list(messages), options or AgentRunOptions(),
                        on_message or (lambda message: None), approvals,
-                       unsaved=list(new_messages))
+                       unsaved=list(new_messages), started=frozenset(started_calls))
+        if on_call_start is not None:
+            run.on_call_start = on_call_start
         machine = LoopMachine(self.on_transition)
         try:
             while machine.state not in TERMINAL:
@@ -342,7 +378,7 @@ class FunctionInvokingChatClient:
         yield from ()
         insert_at, pending, answered = pending_calls(run.messages)
         run.responses = _check_responses(run.options.tool_approval_responses, pending,
-                                         answered)
+                                         answered, run.started)
         if run.approvals is not None:
             run.approvals.check(pending, run.responses)
         orphans = [c for c in pending if c.id in run.responses
@@ -363,14 +399,20 @@ class FunctionInvokingChatClient:
         return LoopEvent.NOTHING_PENDING
 
     def _resume(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        def decide(call: ToolCall) -> Decision:
+        def answer_without_running(call: ToolCall) -> str | None:
+            if call.id in run.started:  # R16: cut short by a crash; never run twice
+                tool = self._tool(call.name)
+                return None if tool is not None and tool.idempotent else \
+                    interrupted_text(call.name)
             response = run.responses.get(call.id)
             if run.approvals is not None and run.approvals.awaits(call.id):
-                return run.approvals.decide(call, response, self.clock())
-            return Decision(response is not None and response.approved,
-                            response.reason if response else None)
+                decision = run.approvals.decide(call, response, self.clock())
+            else:
+                decision = Decision(response is not None and response.approved,
+                                    response.reason if response else None)
+            return None if decision.may_run else rejection_text(decision.reason)
 
-        failed = yield from self._answer(run, run.pending, decide)
+        failed = yield from self._answer(run, run.pending, answer_without_running)
         run.messages += run.later  # R6: the input goes after the results
         run.rounds = 1
         run.failed_rounds = 1 if failed else 0
@@ -418,7 +460,7 @@ class FunctionInvokingChatClient:
         return LoopEvent.APPROVAL_NEEDED
 
     def _invoke_all(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        failed = yield from self._answer(run, run.turn.tool_calls, lambda call: Decision(True))
+        failed = yield from self._answer(run, run.turn.tool_calls, lambda call: None)
         run.rounds += 1
         run.failed_rounds = run.failed_rounds + 1 if failed else 0
         return run.next_round()
@@ -434,26 +476,27 @@ class FunctionInvokingChatClient:
     # -- answering calls ---------------------------------------------------------------
 
     def _answer(self, run: RunState, calls: list[ToolCall],
-                decide: Callable[[ToolCall], Decision]) -> Iterator[AgentResponseUpdate]:
-        """Give each call, in order, its one result: run it when ``decide(call)``
-        allows, else ``Rejected: <reason>`` (R4, R7). Each result is stored at once
-        (R10). Returns whether calls ran and every one of them failed (R13)."""
+                answer_without_running: Callable[[ToolCall], str | None]
+                ) -> Iterator[AgentResponseUpdate]:
+        """Give each call, in order, its one result: the text
+        ``answer_without_running(call)`` returns (a rejection, R4, R7; an interruption,
+        R16), or, when it returns ``None``, what running the call gives. Each result
+        is stored at once (R10). Returns whether calls ran and every one of them
+        failed (R13)."""
         ran = failures = 0
         for call in calls:
-            decision = decide(call)
-            if decision.may_run:
-                outcome = self._invoke(call)
+            text = answer_without_running(call)
+            if text is None:
+                outcome = self._invoke(run, call)
                 ran += 1
                 failures += outcome.failed
                 text = outcome.text
-            else:
-                text = rejection_text(decision.reason)
             run.store(ChatMessage.tool(text, call.id))
             yield ToolResult(call.id, call.name, text)
         return ran > 0 and failures == ran
 
-    def _invoke(self, call: ToolCall) -> Outcome:
-        """Run one call (R13, R14)."""
+    def _invoke(self, run: RunState, call: ToolCall) -> Outcome:
+        """Run one call (R13, R14), written ahead (R16)."""
         tool = self._tool(call.name)
         if tool is None:
             return Outcome(f"Error: unknown tool '{call.name}'", True)
@@ -464,17 +507,39 @@ class FunctionInvokingChatClient:
         if not isinstance(arguments, dict):
             return Outcome("Error: arguments are not valid JSON: expected an object, got "
                            f"{type(arguments).__name__}", True)
+        run.record_start(call)
         try:
             result = tool.invoke(arguments)
+        except (KeyboardInterrupt, SystemExit):
+            run.store(ChatMessage.tool(interrupted_text(call.name), call.id))
+            raise
+        except ResultConversionError as exc:
+            return Outcome(UNCONVERTED + _text(exc), False)
         except Exception as exc:  # the model hears about it; the loop goes on (R13)
-            return Outcome(f"Error: {type(exc).__name__}: {exc}", True)
-        return Outcome(result if isinstance(result, str) else str(result), False)
+            return Outcome(f"Error: {type(exc).__name__}: {_text(exc)}", True)
+        if isinstance(result, str):
+            return Outcome(result, False)
+        try:
+            return Outcome(str(result), False)
+        except Exception as exc:  # it ran: say so, never "Error" (R16)
+            return Outcome(f"{UNCONVERTED}{type(exc).__name__}: {_text(exc)}", False)
 
 
-def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> dict:
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in when even that fails: what a tool raises must never
+    break the loop or a save (R16)."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__} whose message could not be read>"
+
+
+def _check_responses(responses, pending: list[ToolCall], answered: set[str],
+                     started: Collection[str] = ()) -> dict:
     """Map call_id → response, refusing any response that matches no pending call
-    (unknown, already answered or given twice) with ``ApprovalError`` (R11), and a
-    pending turn in which two calls share an id (R17)."""
+    (unknown, already answered, given twice, or started by a run that never finished,
+    R16) with ``ApprovalError`` (R11), and a pending turn in which two calls share an
+    id (R17)."""
     ids = [call.id for call in pending]
     shared = sorted({i for i in ids if ids.count(i) > 1})
     if shared:
@@ -484,12 +549,14 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> 
             "fix the history or start a new session.", shared)
     pending_ids = set(ids)
     by_id: dict = {}
-    unknown, already, twice = [], [], []
+    unknown, already, twice, begun = [], [], [], []
     for response in responses:
         if response.call_id in by_id:
             twice.append(response.call_id)
         elif response.call_id in answered:
             already.append(response.call_id)
+        elif response.call_id in pending_ids and response.call_id in started:
+            begun.append(response.call_id)
         elif response.call_id not in pending_ids:
             unknown.append(response.call_id)
         else:
@@ -502,10 +569,15 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> 
                         "were answered before)")
     if twice:
         problems.append(f"call(s) {', '.join(twice)} were answered more than once")
+    if begun:
+        problems.append(f"call(s) {', '.join(begun)} already started in an earlier run that "
+                        "never finished (R16): they are not run again; run with no responses, "
+                        "run([], session), to answer them 'interrupted' and go on")
     if problems:
-        if pending_ids:
-            hint = f"pending calls: {', '.join(sorted(pending_ids))}"
-        elif already:
+        waiting = sorted(pending_ids - set(started))
+        if waiting:
+            hint = f"pending calls: {', '.join(waiting)}"
+        elif already or begun:
             hint = ("nothing waits for approval any more; to go on after a failed model "
                     "call, run again with no responses: run([], session)")
         else:
@@ -513,7 +585,7 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str]) -> 
                     "the run paused in")
         raise ApprovalError(f"approval responses do not fit the paused run: "
                             f"{'; '.join(problems)} ({hint}). Nothing was executed.",
-                            unknown + already + twice)
+                            unknown + already + twice + begun)
     return by_id
 
 

@@ -1,15 +1,26 @@
-"""``AgentSession``: the conversation history and its approval ledger, as plain data
-(SPEC R15).
+"""``AgentSession``: the conversation history, its approval ledger and its write-ahead
+record, as plain data (SPEC R15, R16).
 
 A session is what a paused run leaves behind: the messages so far, ending with the
 assistant message whose calls wait for approval, and the record of what was put up
 for approval (``approvals.py``). It round-trips through JSON, so a run paused in one
 process can be resumed in another.
 
-On disk: ``save`` writes atomically (a temporary file, then a rename); with
+``running`` is the write-ahead record (R16): the calls that started and have no
+result yet. The agent adds a call there, and saves, before the tool runs; its result
+replaces it. A call still there when a run starts was cut short by a crash: the loop
+answers it ``Error: interrupted: …`` instead of running it again.
+
+``revision`` counts the writes a store made (R22). A session opened from a store
+(``AgentSession.open(path)`` or a ``SessionStore``, ``agentflow.stores``) is saved
+after every step as a compare-and-swap on it: ``checkpoint()``.
+
+On disk: ``save`` writes atomically (a temporary file, fsync, then a rename); with
 ``secret=...`` the file carries an HMAC-SHA256 signature that ``load`` checks, so an
-edited file is refused. ``AgentSession.open(path)`` holds a lock file while you use
-the session, so two processes cannot resume the same saved run at once.
+edited file is refused. Text that is not valid Unicode (lone surrogates, e.g. from
+file names) is written escaped (``\\udce9``), so nothing a tool returns can make a
+save fail. ``AgentSession.open(path)`` holds a lock file while you use the session,
+so two processes cannot resume the same saved run at once.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -27,8 +39,9 @@ from .canonical import canonical_json
 from .errors import SessionError, SessionIntegrityError, SessionLockedError
 from .types import ChatMessage, ToolApprovalRequest, ToolCall
 
-SCHEMA_VERSION = 2
-_READABLE_VERSIONS = (1, 2)  # 1: before the approval ledger
+SCHEMA_VERSION = 3
+_READABLE_VERSIONS = (1, 2, 3)  # 1: before the approval ledger; 2: before revision, running
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -39,11 +52,18 @@ class AgentSession:
     instructions (those are added at every run, SPEC R1). ``state``: a JSON-safe dict
     that context providers may use to keep their own data across runs.
     ``approvals``: the ``ApprovalLedger`` (pending approvals and the audit trail).
+    ``running``: the write-ahead record, ``{call_id: {"tool": name, "started_at":
+    POSIX seconds}}`` for each call that started and has no result yet (SPEC R16).
+    ``revision``: int, the number of writes the session's store has made (R22).
     """
 
     messages: list[ChatMessage] = field(default_factory=list)
     state: dict = field(default_factory=dict)
     approvals: ApprovalLedger = field(default_factory=ApprovalLedger)
+    running: dict = field(default_factory=dict)
+    revision: int = 0
+    # Where checkpoint() writes: set by the store that opened the session.
+    _store: object = field(default=None, init=False, compare=False, repr=False)
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
@@ -75,12 +95,15 @@ class AgentSession:
         return list(self.approvals.audit)
 
     def to_dict(self) -> dict:
-        """A JSON-safe dict: ``{"schema_version": 2, "messages": [OpenAI message
-        dicts], "state": {...}, "approvals": {"pending": [...], "audit": [...]}}``."""
+        """A JSON-safe dict: ``{"schema_version": 3, "revision": int, "messages":
+        [OpenAI message dicts], "state": {...}, "approvals": {"pending": [...],
+        "audit": [...]}, "running": {call_id: {"tool": str, "started_at": float}}}``."""
         return {"schema_version": SCHEMA_VERSION,
+                "revision": self.revision,
                 "messages": [m.to_openai() for m in self.messages],
                 "state": self.state,
-                "approvals": self.approvals.to_dict()}
+                "approvals": self.approvals.to_dict(),
+                "running": {i: dict(r) for i, r in self.running.items()}}
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentSession":
@@ -91,7 +114,8 @@ class AgentSession:
             ValueError: an unknown ``schema_version``.
             SessionError: a history that could not be sent as it is or is ambiguous
                 (SPEC R17): a field of the wrong type, a ``tool`` message that answers
-                no call, an approval record without a call id.
+                no call, an approval record without a call id, a ``revision`` or a
+                write-ahead record (``running``, R16) of the wrong shape.
         """
         version = data.get("schema_version") if isinstance(data, dict) else None
         if version not in _READABLE_VERSIONS:
@@ -99,9 +123,37 @@ class AgentSession:
                              f"agentflow reads versions {_READABLE_VERSIONS}")
         _check_history(data.get("messages", []))
         _check_records(data.get("approvals"))
+        revision = data.get("revision", 0)
+        if type(revision) is not int or revision < 0:
+            raise SessionError(f"the session's revision must be a whole number >= 0, got "
+                               f"{revision!r}")
+        running = data.get("running") or {}
+        if not (isinstance(running, dict) and all(
+                isinstance(r, dict) and isinstance(r.get("tool"), str)
+                for r in running.values())):
+            raise SessionError("the session's write-ahead record ('running') must map call "
+                               f"ids to {{\"tool\": name, \"started_at\": seconds}}, got "
+                               f"{json.dumps(running)[:120]}")
         return cls(messages=[ChatMessage.from_openai(m) for m in data.get("messages", [])],
                    state=dict(data.get("state") or {}),
-                   approvals=ApprovalLedger.from_dict(data.get("approvals")))
+                   approvals=ApprovalLedger.from_dict(data.get("approvals")),
+                   running={i: dict(r) for i, r in running.items()}, revision=revision)
+
+    def checkpoint(self, changed: bool = False) -> None:
+        """Write the session to the store it was opened from, as a compare-and-swap on
+        ``revision`` (SPEC R16, R22); nothing when it was not opened from a store.
+
+        Args:
+            changed: ``True`` when the caller knows the session changed since the last
+                write; otherwise the write is skipped when nothing changed.
+
+        Raises:
+            SessionConflictError: another worker wrote the session since it was read;
+                nothing was written (the session in hand is stale).
+            OSError: the store could not be written.
+        """
+        if self._store is not None:
+            self._store.write(self, changed)
 
     # -- files -------------------------------------------------------------------------
 
@@ -114,21 +166,7 @@ class AgentSession:
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"cannot save the session to {path}: the folder "
                                     f"{folder} does not exist")
-        import tempfile
-        data = self.to_dict()
-        if secret is not None:
-            data["signature"] = {"alg": "HMAC-SHA256", "value": _sign(data, secret)}
-        fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False, indent=1)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomically(path, encode(self.to_dict(), secret, indent=1))
 
     @classmethod
     def load(cls, path, secret: str | bytes | None = None) -> "AgentSession":
@@ -136,41 +174,86 @@ class AgentSession:
 
         Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is not
         a session, and ``SessionIntegrityError`` when its signature does not verify
-        with ``secret``, when it is signed and no ``secret`` is given, or when a
-        ``secret`` is given and it is not signed.
+        with ``secret``, when it is signed and no ``secret`` is given, when a
+        ``secret`` is given and it is not signed, or when the file is older than one
+        ``AgentSession.open`` already wrote there (a restored copy, SPEC R22).
         """
-        path = os.fspath(path)
-        with open(path, encoding="utf-8") as handle:
-            try:
-                data = json.load(handle)
-            except ValueError as exc:
-                raise ValueError(f"{path} is not a saved session: {exc}") from None
-        if isinstance(data, dict):
-            _verify(path, data, secret)
-        try:
-            return cls.from_dict(data)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{path} is not a saved session: {exc}") from None
+        from .stores.files import read_file
+        return read_file(os.fspath(path), secret)
 
     @classmethod
     @contextlib.contextmanager
     def open(cls, path, secret: str | bytes | None = None) -> Iterator["AgentSession"]:
         """``with AgentSession.open(path) as session:`` — lock, load (or start empty
-        when the file does not exist), and save on the way out, also after an error
-        (the session then holds every completed step, SPEC R10).
+        when the file does not exist), save after every step of a run (SPEC R16) and
+        on the way out, also after an error (the session then holds every completed
+        step, R10). The file is kept by a ``FileStore`` (``agentflow.stores``), which
+        refuses a file older than one it wrote (a restored copy, R22).
 
         The lock is an OS lock on ``path + ".lock"``, released (and the file removed)
         when the block ends, or released when the process dies. Raises
         ``SessionLockedError`` at once when another process holds it, so two processes
         can never resume the same paused run together.
         """
-        path = os.fspath(path)
-        with _FileLock(path + ".lock"):
-            session = cls.load(path, secret) if os.path.exists(path) else cls()
-            try:
-                yield session
-            finally:
-                session.save(path, secret)
+        from .stores.files import FileStore
+        with FileStore.open_file(path, secret) as session:
+            yield session
+
+
+def encode(data: dict, secret: str | bytes | None = None, indent: int | None = None) -> str:
+    """JSON text of a session dict, signed with ``secret`` when given. Lone surrogates
+    are written as ``\\uXXXX`` escapes, which ``json.loads`` turns back into the same
+    text, so a save never fails on what a tool returned (SPEC R16)."""
+    if secret is not None:
+        data = {**data, "signature": {"alg": "HMAC-SHA256", "value": _sign(data, secret)}}
+    text = json.dumps(data, ensure_ascii=False, indent=indent,
+                      separators=None if indent is not None else (",", ":"))
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSession":
+    """The session in JSON ``text`` (from ``encode``), its signature checked against
+    ``secret``. ``where`` names the source in error messages.
+
+    Raises:
+        ValueError: not a saved session.
+        SessionIntegrityError: the signature rules of ``AgentSession.load``.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{where} is not a saved session: {exc}") from None
+    if isinstance(data, dict):
+        _verify(where, data, secret)
+    try:
+        return AgentSession.from_dict(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{where} is not a saved session: {exc}") from None
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8): a temporary file in the same folder,
+    fsync, rename, fsync of the folder, so a crash leaves the old file or the new one,
+    never half of one, and the rename itself survives a power loss (SPEC R16)."""
+    import tempfile
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # not every system can open a folder
+        folder_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(folder_fd)
+        finally:
+            os.close(folder_fd)
 
 
 def _check_history(messages) -> None:

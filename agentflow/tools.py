@@ -55,11 +55,13 @@ class Tool:
     name: str = ""
     description: str = ""
     parameters: dict = {"type": "object", "properties": {}}
+    idempotent: bool = False  # running it twice does no more than once (SPEC R16)
 
     def invoke(self, arguments: dict) -> str:
         """Run the tool with the model's parsed arguments (dict); return the text (str)
         sent back to the model. An exception is reported to the model as
-        ``Error: <type>: <message>`` (SPEC R13)."""
+        ``Error: <type>: <message>`` (SPEC R13); raise ``ResultConversionError`` when
+        the work is done but its result cannot be turned into text (R16)."""
         raise NotImplementedError
 
     def requires_approval(self) -> bool:
@@ -70,6 +72,12 @@ class Tool:
         return f"{type(self).__name__}({self.name!r})"
 
 
+class ResultConversionError(Exception):
+    """A tool ran, but its result could not be turned into text. The loop reports
+    ``the tool ran; its result could not be converted: …`` and never ``Error: …``,
+    which would invite the model to run the side effect again (SPEC R16)."""
+
+
 class FunctionTool(Tool):
     """A tool made from a plain function.
 
@@ -77,12 +85,15 @@ class FunctionTool(Tool):
         func: the function; it is called with the model's arguments as keywords.
         name: defaults to ``func.__name__``.
         description: defaults to the docstring's first paragraph.
+        idempotent: ``True`` when running it twice does no more than once (a read, a
+            lookup): a call cut short by a crash is then run again on the next run
+            instead of being answered ``Error: interrupted: …`` (SPEC R16).
 
     A return value that is not a str is sent to the model as JSON.
     """
 
     def __init__(self, func: Callable, name: str | None = None,
-                 description: str | None = None):
+                 description: str | None = None, idempotent: bool = False):
         if not callable(func):
             raise TypeError(f"a FunctionTool needs a function, got {type(func).__name__}")
         name = name or getattr(func, "__name__", "")
@@ -92,6 +103,7 @@ class FunctionTool(Tool):
         functools.update_wrapper(self, func)  # keeps __name__, __doc__ for introspection
         self.func = func
         self.name = name
+        self.idempotent = idempotent
         summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
         self.description = description if description is not None else summary
         self.parameters = schema_from_signature(func, param_docs)
@@ -105,7 +117,10 @@ class FunctionTool(Tool):
             return result
         if isinstance(result, bytes):
             return result.decode("utf-8", "replace")
-        return json.dumps(result, default=str)
+        try:
+            return json.dumps(result, default=str)
+        except Exception as exc:  # the function ran: say so, not "Error" (R16)
+            raise ResultConversionError(f"{type(exc).__name__}: {exc}") from exc
 
     def __call__(self, *args, **kwargs):
         return self.func(*args, **kwargs)
@@ -120,6 +135,7 @@ class ApprovalRequiredTool(Tool):
         self.name = self.tool.name
         self.description = self.tool.description
         self.parameters = self.tool.parameters
+        self.idempotent = self.tool.idempotent
 
     def invoke(self, arguments: dict) -> str:
         return self.tool.invoke(arguments)
@@ -129,11 +145,12 @@ class ApprovalRequiredTool(Tool):
 
 
 def tool(func: Callable | None = None, *, name: str | None = None,
-         description: str | None = None):
-    """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` makes a
-    ``FunctionTool`` of the function (which stays callable as before)."""
+         description: str | None = None, idempotent: bool = False):
+    """Decorator: ``@tool`` or ``@tool(name=..., description=..., idempotent=True)``
+    makes a ``FunctionTool`` of the function (which stays callable as before)."""
     if func is None:
-        return lambda f: FunctionTool(f, name=name, description=description)
+        return lambda f: FunctionTool(f, name=name, description=description,
+                                      idempotent=idempotent)
     if not callable(func):
         raise TypeError(f"@tool decorates a function; got {type(func).__name__} (for a "
                         "name, write @tool(name=...))")

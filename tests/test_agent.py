@@ -105,7 +105,7 @@ def paused_session():
 def test_r15_to_dict_from_dict_round_trip_through_json():
     session = paused_session()
     data = json.loads(json.dumps(session.to_dict()))
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == 3
     assert data["messages"][1]["tool_calls"][1] == {
         "id": "c2", "type": "function",
         "function": {"name": "run_command", "arguments": '{"command": "rm -rf /"}'}}

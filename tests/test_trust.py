@@ -176,7 +176,7 @@ def test_a_signed_session_round_trips(paused, tmp_path):
     path = tmp_path / "s.json"
     session.save(path, secret="s3cret")
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 2 and data["signature"]["alg"] == "HMAC-SHA256"
+    assert data["schema_version"] == 3 and data["signature"]["alg"] == "HMAC-SHA256"
     assert AgentSession.load(path, secret="s3cret") == session
 
 

@@ -1,0 +1,264 @@
+"""What every session store does: revisions, compare-and-swap, checkpoints, the inbox
+(SPEC R16, R22).
+
+A store keeps sessions by id as the JSON text ``AgentSession.to_dict()`` gives
+(``session.encode``: signed with the store's ``secret`` when it has one, lone
+surrogates escaped). Each write stores revision ``n + 1`` in place of revision ``n``
+and only if the store still holds ``n``: a compare-and-swap. A worker whose session is
+older than the store's gets ``SessionConflictError`` and nothing is written, so two
+workers resuming one pause cannot both run its calls (the loser's write-ahead record
+is refused before its tool runs), and no write can put an older state back.
+
+Subclasses implement three primitives on text: ``_fetch``, ``_swap`` and ``_waiting``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from ..approvals import approval_request
+from ..errors import SessionConflictError, SessionError, SessionIntegrityError
+from ..session import AgentSession, decode, encode
+
+
+@dataclass(frozen=True)
+class PendingEntry:
+    """One call waiting for a human, as an approval inbox shows it (SPEC R22).
+
+    Attributes:
+        session_id: the session (str) to resume.
+        call_id: the call's ``tool_call_id`` (str).
+        tool: the tool's name (str).
+        arguments: the parsed JSON arguments, or ``None`` when they are not valid JSON.
+        digest: SHA-256 hex of the canonical arguments, for ``ToolApprovalResponse``.
+        issued_at: when the run paused (POSIX seconds).
+        expires_at: when the approval lapses (POSIX seconds), or ``None``.
+        age: seconds from ``issued_at`` to when the list was made.
+    """
+
+    session_id: str
+    call_id: str
+    tool: str
+    arguments: Any
+    digest: str
+    issued_at: float
+    expires_at: float | None
+    age: float
+
+
+def check_session_id(session_id) -> str:
+    """Refuse an id no store could keep: not a str, empty, over 200 characters, ``.``
+    or ``..``, holding ``/``, ``\\`` or NUL, or not encodable as UTF-8. Returns it.
+
+    Raises:
+        ValueError: naming the rule broken.
+    """
+    if not isinstance(session_id, str):
+        raise ValueError(f"a session id is a str, got {type(session_id).__name__}")
+    bad = (not session_id or len(session_id) > 200 or session_id in (".", "..")
+           or any(c in session_id for c in "/\\\0"))
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        bad = True
+    if bad:
+        raise ValueError(f"session id {session_id!r} is not allowed: use 1 to 200 "
+                         "characters without '/', '\\' or NUL, other than '.' and '..'")
+    return session_id
+
+
+def waiting_since(session: AgentSession) -> float | None:
+    """When the session's oldest pending approval was issued (POSIX seconds), or
+    ``None`` when nothing waits: what stores index the inbox by."""
+    return min((r.issued_at for r in session.approvals.pending), default=None)
+
+
+def pending_entries(session_id: str, session: AgentSession, now: float) -> list[PendingEntry]:
+    """The ``PendingEntry`` of each call of ``session`` that waits for approval."""
+    records = {r.call_id: r for r in session.approvals.pending}
+    entries = []
+    for call in session.pending_tool_calls:
+        record = records.get(call.id)
+        if record is None:
+            continue
+        request = approval_request(call, "", record)
+        entries.append(PendingEntry(session_id, call.id, call.name, request.arguments,
+                                    record.digest, record.issued_at, record.expires_at,
+                                    max(0.0, now - record.issued_at)))
+    return entries
+
+
+def conflict(session_id: str, expected: int, held: int | None) -> SessionConflictError:
+    """The error for a compare-and-swap that found ``held`` instead of ``expected``."""
+    if held is None:
+        found = "the store no longer holds it (deleted)"
+    elif expected == 0:
+        found = f"another worker created it first (revision {held})"
+    else:
+        found = f"the store holds revision {held}"
+    return SessionConflictError(
+        f"session {session_id!r} was written by another worker since this one read it "
+        f"(read at revision {expected}; {found}). Nothing was saved, and no tool ran "
+        "after the last save. Load the session again to see what the other worker did.")
+
+
+class SessionStore:
+    """Keeps sessions by id; every write is a compare-and-swap on ``revision``
+    (SPEC R22). Use ``open`` for a run; ``load``/``save`` for one read or write;
+    ``pending`` for the approval inbox.
+
+    Args:
+        secret: when given, every session is signed on write (HMAC-SHA256) and checked
+            on read, as ``AgentSession.save(path, secret=...)`` does.
+    """
+
+    indent: int | None = None  # of the stored JSON; the file store's is readable
+
+    def __init__(self, secret: str | bytes | None = None):
+        self.secret = secret
+
+    # -- what a subclass provides --------------------------------------------------------
+
+    def _fetch(self, session_id: str) -> tuple[int, str] | None:
+        """``(revision, text)`` of the session, or ``None`` when there is none."""
+        raise NotImplementedError
+
+    def _swap(self, session_id: str, expected: int, text: str,
+              waiting: float | None) -> None:
+        """Store ``text`` as revision ``expected + 1`` if the store holds revision
+        ``expected`` (0: no session yet); else raise ``conflict(...)``. ``waiting`` is
+        ``waiting_since`` of the session, for the inbox. All or nothing, durable."""
+        raise NotImplementedError
+
+    def _waiting(self) -> Iterable[tuple[str, int, str]]:
+        """``(session_id, revision, text)`` of every session with pending approvals,
+        oldest first (sessions with none may be among them)."""
+        raise NotImplementedError
+
+    def delete(self, session_id: str) -> None:
+        """Remove the session; nothing when there is none."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the store's connection or handles."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- reading and writing -------------------------------------------------------------
+
+    def load(self, session_id: str) -> AgentSession:
+        """The stored session; its ``revision`` is the one read.
+
+        Raises:
+            KeyError: no session has that id.
+            SessionIntegrityError: its signature does not verify (see ``secret``), or
+                its recorded revision is not the store's.
+            ValueError: the stored text is not a session, or the id is not allowed.
+        """
+        found = self._fetch(check_session_id(session_id))
+        if found is None:
+            raise KeyError(f"no session {session_id!r} in {self!r}")
+        return self._decode(session_id, *found)
+
+    def save(self, session_id: str, session: AgentSession) -> str:
+        """Write ``session`` as revision ``session.revision + 1``, only if the store
+        still holds ``session.revision`` (a new session has revision 0); then
+        ``session.revision`` is the new one. Returns the text written.
+
+        Raises:
+            SessionConflictError: another worker wrote it since it was read; nothing
+                was written.
+        """
+        check_session_id(session_id)
+        revision = session.revision + 1
+        text = encode({**session.to_dict(), "revision": revision}, self.secret, self.indent)
+        self._swap(session_id, session.revision, text, waiting_since(session))
+        session.revision = revision
+        return text
+
+    @contextlib.contextmanager
+    def open(self, session_id: str) -> Iterator[AgentSession]:
+        """``with store.open(id) as session:`` — load it (or start an empty one), save
+        after every step of a run (``ChatClientAgent`` calls ``session.checkpoint()``,
+        SPEC R16) and on the way out, also after an error; not after a
+        ``SessionConflictError``, which leaves the stored session as the other
+        worker wrote it.
+
+        Raises:
+            SessionConflictError: when a write finds that another worker wrote first.
+        """
+        session = self._open_session(session_id)
+        binding = _Binding(self, session_id, session)
+        session._store = binding
+        try:
+            yield session
+        except BaseException:
+            if not binding.conflicted:
+                with contextlib.suppress(SessionError, OSError):  # the first error wins
+                    session.checkpoint()
+            raise
+        else:
+            session.checkpoint()
+        finally:
+            session._store = None
+
+    def _open_session(self, session_id: str) -> AgentSession:
+        try:
+            return self.load(session_id)
+        except KeyError:
+            return AgentSession()
+
+    def pending(self, now: float | None = None) -> list[PendingEntry]:
+        """Every call that waits for approval, across all sessions, oldest first: the
+        data of an approval inbox (SPEC R22).
+
+        Args:
+            now: POSIX seconds the ages are counted to (default: the clock).
+        """
+        now = time.time() if now is None else now
+        entries = []
+        for session_id, revision, text in self._waiting():
+            entries += pending_entries(session_id, self._decode(session_id, revision, text),
+                                       now)
+        return sorted(entries, key=lambda e: (e.issued_at, e.session_id))
+
+    def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
+        where = f"session {session_id!r} in {self!r}"
+        session = decode(text, where, self.secret)
+        if session.revision != revision:
+            raise SessionIntegrityError(
+                f"{where} records revision {session.revision} but the store holds it as "
+                f"revision {revision}: it was copied from another revision. Refusing it.")
+        return session
+
+
+class _Binding:
+    """What ``session.checkpoint()`` writes through while a store has it open."""
+
+    def __init__(self, store: SessionStore, session_id: str, session: AgentSession):
+        self.store, self.session_id = store, session_id
+        self.conflicted = False
+        self.last = self._text(session)
+
+    def _text(self, session: AgentSession) -> str:
+        return encode(session.to_dict(), self.store.secret, self.store.indent)
+
+    def write(self, session: AgentSession, changed: bool) -> None:
+        if self.conflicted:
+            raise SessionConflictError(
+                f"session {self.session_id!r} lost a write to another worker earlier in "
+                "this block; it is stale. Load it again from the store.")
+        if not changed and self._text(session) == self.last:
+            return
+        try:
+            self.last = self.store.save(self.session_id, session)  # = _text(session) now
+        except SessionConflictError:
+            self.conflicted = True
+            raise

@@ -1,0 +1,201 @@
+"""``FileStore``: sessions as JSON files in a folder, each with an OS lock and a
+revision mark (SPEC R16, R22).
+
+Session ``ID`` is the file ``ID.json``. Three files, because a file alone cannot say
+whether it is the latest one:
+
+* ``ID.json`` — the session, replaced atomically (temporary file, fsync, rename,
+  fsync of the folder) on every write;
+* ``ID.json.lock`` — the OS lock held while a process has the session open, so a
+  second process gets ``SessionLockedError`` (a ``SessionConflictError``) at once;
+* ``ID.json.rev`` — the highest revision this store wrote. A write is a
+  compare-and-swap against it (and the file's own revision); a session file whose
+  revision is *lower* is a restored older copy and is refused on load
+  (``SessionIntegrityError``): an approval in it may already have been used.
+
+What the file store cannot promise: the mark guards against the session file being put
+back alone. Whoever restores (or deletes) both files together, or copies a session to
+a new path, is not detected; without a ``secret`` anyone who can write the file can
+change anything in it. The mark is written after the session file and not fsynced: a
+power loss can leave it behind the file (never ahead), so a restore of the last
+revisions before the power loss may go unnoticed. The lock is advisory, for processes
+on one machine; network file systems may not honour it. For workers on many machines,
+use ``PostgresStore``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+
+from ..errors import SessionIntegrityError
+from ..session import AgentSession, _FileLock, decode, write_atomically
+from .base import SessionStore, check_session_id, conflict
+
+_HEAD_REVISION = re.compile(r'\A\{\s*"schema_version":\s*\d+,\s*"revision":\s*(\d+)[,}]')
+_MARK_WIDTH = 20  # digits; the mark is rewritten in place, always the same length
+
+
+class FileStore(SessionStore):
+    """Sessions as ``ID.json`` files in ``directory`` (created if missing).
+
+    Args:
+        directory: the folder (str or path-like).
+        secret: sign and check every file (HMAC-SHA256), as ``AgentSession.save``.
+    """
+
+    indent = 1
+
+    def __init__(self, directory, secret: str | bytes | None = None, suffix: str = ".json"):
+        super().__init__(secret)
+        self.directory = os.fspath(directory)
+        self.suffix = suffix
+        os.makedirs(self.directory, exist_ok=True)
+        self._held: dict[str, _FileLock] = {}  # path -> the lock an open() holds
+
+    def __repr__(self) -> str:
+        return f"FileStore({self.directory!r})"
+
+    @classmethod
+    def open_file(cls, path, secret: str | bytes | None = None):
+        """``store.open`` for one file at ``path`` (what ``AgentSession.open`` does)."""
+        path = os.path.abspath(os.fspath(path))
+        folder = os.path.dirname(path)
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"cannot open the session {path}: the folder {folder} "
+                                    "does not exist")
+        return cls(folder, secret, suffix="").open(os.path.basename(path))
+
+    def path(self, session_id: str) -> str:
+        """The file that holds session ``session_id``."""
+        return os.path.join(self.directory, check_session_id(session_id) + self.suffix)
+
+    # -- the primitives ------------------------------------------------------------------
+
+    def _fetch(self, session_id: str) -> tuple[int, str] | None:
+        path = self.path(session_id)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        except FileNotFoundError:
+            return None
+        return _revision_in(text, path, self.secret), text
+
+    def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
+        path = self.path(session_id)
+        session = decode(text, path, self.secret)
+        _refuse_rollback(path, session.revision)
+        return session
+
+    def _swap(self, session_id: str, expected: int, text: str, waiting) -> None:
+        path = self.path(session_id)
+        with self._locked(path):
+            held = max(_read_mark(path), _file_revision(path, self.secret))
+            if held != expected:
+                raise conflict(session_id, expected, held)
+            write_atomically(path, text)
+            _write_mark(path, expected + 1)
+
+    def _waiting(self):  # every session: a folder has no index to ask
+        for name in sorted(os.listdir(self.directory)):
+            if name.endswith(self.suffix) and not name.startswith(".session-"):
+                session_id = name[:len(name) - len(self.suffix)]
+                found = self._fetch(session_id)
+                if found is not None:
+                    yield (session_id, *found)
+
+    def delete(self, session_id: str) -> None:
+        path = self.path(session_id)
+        with self._locked(path):
+            for name in (path, path + ".rev"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
+
+    # -- the lock ------------------------------------------------------------------------
+
+    def open(self, session_id: str):
+        """As ``SessionStore.open``, holding the session's OS lock for the whole block.
+
+        Raises:
+            SessionLockedError: another process has the session open.
+        """
+        return self._open_locked(session_id)
+
+    @contextlib.contextmanager
+    def _open_locked(self, session_id: str):
+        path = self.path(session_id)
+        with _FileLock(path + ".lock") as lock:
+            self._held[path] = lock
+            try:
+                with SessionStore.open(self, session_id) as session:
+                    yield session
+            finally:
+                del self._held[path]
+
+    @contextlib.contextmanager
+    def _locked(self, path: str):
+        if path in self._held:
+            yield
+        else:
+            with _FileLock(path + ".lock"):
+                yield
+
+
+def read_file(path: str, secret) -> AgentSession:
+    """``AgentSession.load``: the session in ``path``, refused when older than the
+    revision mark beside it (a restored copy)."""
+    with open(path, encoding="utf-8") as handle:
+        session = decode(handle.read(), path, secret)
+    _refuse_rollback(path, session.revision)
+    return session
+
+
+def _refuse_rollback(path: str, revision: int) -> None:
+    mark = _read_mark(path)
+    if revision < mark:
+        raise SessionIntegrityError(
+            f"{path} holds revision {revision}, but revision {mark} of it was written "
+            f"before ({path}.rev): the file was put back from an older copy, and an "
+            "approval in it may already have been used. Refusing it (SPEC R22). If you "
+            f"really mean to go back to this copy, delete {path}.rev first.")
+
+
+def _revision_in(text: str, path: str, secret) -> int:
+    match = _HEAD_REVISION.match(text)
+    if match:
+        return int(match.group(1))
+    return decode(text, path, secret).revision  # a file not written by encode()
+
+
+def _file_revision(path: str, secret) -> int:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            match = _HEAD_REVISION.match(handle.read(200))
+            if match:
+                return int(match.group(1))
+            handle.seek(0)
+            return _revision_in(handle.read(), path, secret)
+    except FileNotFoundError:
+        return 0
+
+
+def _read_mark(path: str) -> int:
+    try:
+        with open(path + ".rev", encoding="ascii") as handle:
+            text = handle.read().strip()
+    except FileNotFoundError:
+        return 0
+    if not text.isdigit():
+        raise SessionIntegrityError(f"{path}.rev should hold the session's highest revision, "
+                                    f"but holds {text[:40]!r}; restore or delete it")
+    return int(text)
+
+
+def _write_mark(path: str, revision: int) -> None:
+    # In place and always the same length: no rename, no truncation to tear.
+    fd = os.open(path + ".rev", os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"{revision:0{_MARK_WIDTH}d}\n".encode("ascii"))
+    finally:
+        os.close(fd)
