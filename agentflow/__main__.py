@@ -4,6 +4,7 @@
     agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow replay CASE [--trace | --mermaid]    run a conformance case, show the flow
+    agentflow pending --store URL [--json]         list the calls waiting for approval
 """
 
 from __future__ import annotations
@@ -43,6 +44,11 @@ def main(argv=None) -> int:
     how.add_argument("--trace", action="store_true", help="also print each LoopState transition")
     how.add_argument("--mermaid", action="store_true",
                      help="print a Mermaid sequence diagram of the run instead")
+    pending = commands.add_parser(
+        "pending", help="list the calls waiting for approval in a session store, oldest first")
+    pending.add_argument("--store", required=True, metavar="URL",
+                         help="sqlite:///sessions.db, postgresql://… or file:///folder")
+    pending.add_argument("--json", action="store_true", help="one JSON object a line")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -109,6 +115,14 @@ def _dispatch(args) -> int:
         except ValueError as exc:
             print(f"agentflow: {exc}", file=sys.stderr)
             return 2
+    if args.command == "pending":
+        from .errors import AgentflowError
+        from .stores import pending_command
+        try:
+            return pending_command(args.store, args.json)
+        except (AgentflowError, ValueError, OSError, ImportError) as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 1
     if args.command == "demo":
         from . import demo as demo_module
         if args.approve:

@@ -3,6 +3,12 @@ approval), read a file and list a folder (both capped in size).
 
 Each tool's ``preview(arguments)`` is what the approval prompt shows besides the
 arguments: the exact command line, or the diff a write would make.
+
+``run_command`` starts the command in a process group of its own, so that a timeout
+can kill everything it started; the same happens when the run is interrupted (Ctrl-C,
+``SystemExit``), and, through a watcher that reads a pipe only this process holds open,
+when this process dies, even by SIGKILL (SPEC R16): a command never outlives the run
+that started it. ``read_file`` and ``list_dir`` are idempotent (R16).
 """
 
 from __future__ import annotations
@@ -24,6 +30,34 @@ def _cap(data: bytes, limit: int, total: int | None = None, what: str = "output 
     if total > limit:
         text += f"\n[... {total - limit} more bytes cut: the {what} is {limit} bytes]"
     return text
+
+
+# $1 is the command, $2 the read end of a pipe whose only writer is this process. A
+# watcher in the command's process group waits for end of file there: when this
+# process dies, even by SIGKILL, the watcher kills the group. The command does not
+# inherit the pipe; when it ends, the watcher is stopped and its exit status returned.
+_GUARDED = ('( read -r _ <&"$2"; kill -s KILL 0 ) & watcher=$!; eval "exec $2<&-"; '
+            '/bin/sh -c "$1"; status=$?; kill "$watcher" 2>/dev/null; exit "$status"')
+
+
+def _start(command: str) -> tuple[subprocess.Popen, int | None]:
+    """Start ``command`` in a process group of its own that dies with this process;
+    returns the process and the write end of its lifeline pipe (``None`` off POSIX)."""
+    if os.name != "posix":
+        return subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT), None
+    lifeline, keep = os.pipe()  # both close-on-exec: only the read end is handed over
+    try:
+        process = subprocess.Popen(["/bin/sh", "-c", _GUARDED, "sh", command, str(lifeline)],
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   pass_fds=(lifeline,))
+    except BaseException:
+        os.close(keep)
+        raise
+    finally:
+        os.close(lifeline)
+    return process, keep
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -62,16 +96,20 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         Args:
             command: the command line, run by the system shell.
         """
-        # Its own session (process group), so a timeout kills everything it started.
-        process = subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process, lifeline = _start(command)
         try:
             output, _ = process.communicate(timeout=command_timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             output, _ = process.communicate()
             return f"timed out after {command_timeout:g} s (killed)\n" + _cap(output, output_cap)
+        except BaseException:  # Ctrl-C, SystemExit: the command stops with the run (R16)
+            _kill_group(process)
+            process.wait()
+            raise
+        finally:
+            if lifeline is not None:
+                os.close(lifeline)
         return f"exit status {process.returncode}\n" + _cap(output, output_cap)
 
     def read_file(path: str) -> str:
@@ -126,8 +164,8 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
 
     made = {
         "run_command": _Previewed(FunctionTool(run_command), command_preview),
-        "read_file": FunctionTool(read_file),
-        "list_dir": FunctionTool(list_dir),
+        "read_file": FunctionTool(read_file, idempotent=True),
+        "list_dir": FunctionTool(list_dir, idempotent=True),
         "write_file": _Previewed(FunctionTool(write_file), write_preview),
     }
     unknown = [n for n in names if n not in made]

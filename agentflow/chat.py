@@ -7,7 +7,8 @@ approve each risky tool call at a prompt.
 Interactive on a terminal; in scripts, one message as an argument with
 --approve-all / --deny-all, or --json (one JSON object per update) and a later
 --respond CALL_ID=yes|no[:REASON]. With --session FILE the session is locked, loaded
-before and saved (atomically) after every step.
+before and saved (atomically) after every step; with --store URL --session ID it is
+kept in a session store (sqlite:///sessions.db, postgresql://…) instead.
 
 Exit status: 0 done, 1 error, 2 bad usage (a flag, a missing API key, a --session
 file that is not a session), 3 paused waiting for approval, 130 interrupted.
@@ -74,6 +75,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--session", metavar="FILE",
                         help="keep the conversation in FILE (locked, saved after every step); "
                              "it remembers the options above, so a later run needs only this")
+    parser.add_argument("--store", metavar="URL",
+                        help="keep sessions in a store: sqlite:///sessions.db or "
+                             "postgresql://…; --session then names the session's id")
     parser.add_argument("--tools", metavar="NAMES",
                         help=f"comma-separated built-in tools, or 'none' (default: all: "
                              f"{', '.join(BUILTIN_NAMES)})")
@@ -104,7 +108,12 @@ class Output:
 
     def say(self, text: str = "", end: str = "\n") -> None:
         if not self.json_mode:
-            self.stream.write(text + end)
+            try:
+                self.stream.write(text + end)
+            except UnicodeEncodeError:  # e.g. a file name that is not UTF-8: shown escaped
+                encoding = getattr(self.stream, "encoding", None) or "utf-8"
+                self.stream.write((text + end).encode(encoding, "backslashreplace")
+                                  .decode(encoding))
             self.stream.flush()
 
     def emit(self, data: dict) -> None:
@@ -184,8 +193,7 @@ class Chat:
     # -- output ----------------------------------------------------------------------------
 
     def save(self) -> None:
-        if self.args.session:
-            self.session.save(self.args.session)
+        self.session.checkpoint()  # a no-op without --session
 
     # -- one run ---------------------------------------------------------------------------
 
@@ -365,9 +373,10 @@ class Chat:
                      f"{self.summary(request)}")
         if self.args.session:
             answers = " ".join(f"--respond {shlex.quote(r.call_id)}=yes" for r in requests)
+            store = f"--store {shlex.quote(self.args.store)} " if self.args.store else ""
             self.say("Answer each call: CALL_ID=yes runs it, CALL_ID=no:REASON rejects it.")
-            self.say(f"Resume with: agentflow chat --session {shlex.quote(self.args.session)} "
-                     f"{answers}")
+            self.say(f"Resume with: agentflow chat {store}--session "
+                     f"{shlex.quote(self.args.session)} {answers}")
         else:
             self.say("Without --session FILE this pause cannot be resumed later: run again "
                      "with --session FILE, and answer on a terminal or with --approve-all / "
@@ -490,6 +499,8 @@ def _check_flags(args) -> None:
     """Usage errors that need neither the session nor the network."""
     if args.respond and not args.session:
         raise UsageError("--respond needs --session FILE (the paused session)")
+    if args.store and not args.session:
+        raise UsageError("--store needs --session ID (the session's id in the store)")
     for flag, value, least in (("--max-rounds", args.max_rounds, 1),
                                ("--output-cap", args.output_cap, 1)):
         if value is not None and value < least:
@@ -498,7 +509,7 @@ def _check_flags(args) -> None:
                         ("--command-timeout", args.command_timeout)):
         if not value > 0:
             raise UsageError(f"{flag} must be more than 0 seconds, got {value:g}")
-    if args.session:
+    if args.session and not args.store:
         path = args.session
         folder = os.path.dirname(os.path.abspath(path))
         if os.path.isdir(path):
@@ -563,7 +574,11 @@ def main(args) -> int:
     try:
         _check_flags(args)
         with contextlib.ExitStack() as stack:
-            if args.session:
+            if args.store:
+                from .stores import open_store
+                store = stack.enter_context(open_store(args.store))
+                session = stack.enter_context(store.open(args.session))
+            elif args.session:
                 try:
                     session = stack.enter_context(AgentSession.open(args.session))
                 except SessionLockedError:

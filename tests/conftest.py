@@ -1,3 +1,8 @@
+import os
+import shutil
+import subprocess
+import tempfile
+
 import pytest
 
 from agentflow import ChatClientAgent, OpenAIChatClient
@@ -21,3 +26,63 @@ def make_agent():
     yield factory
     for server in servers:
         server.stop()
+
+
+# -- session stores (SPEC R22) -----------------------------------------------------------
+
+STORE_KINDS = ["file", "sqlite", "postgres"]
+
+
+def _no_postgres(why: str):
+    """Skip a PostgreSQL test, except under CI, where the server must be there."""
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"PostgreSQL is required under CI=true: {why}")
+    pytest.skip(f"no PostgreSQL server: {why}")
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn():
+    """A real PostgreSQL server's DSN: ``AGENTFLOW_TEST_POSTGRES_DSN`` (``.ci/run``
+    starts one), else a throwaway cluster started here for the whole test session."""
+    dsn = os.environ.get("AGENTFLOW_TEST_POSTGRES_DSN")
+    if dsn:
+        yield dsn
+        return
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _no_postgres("psycopg is not installed (pip install 'agentflow[postgres]')")
+    import postgres_cluster
+    folder = tempfile.mkdtemp(prefix="agentflow-pg-")  # not under pytest's 0700 folders
+    try:
+        dsn = postgres_cluster.start(folder)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        _no_postgres(str(exc))
+    yield dsn
+    postgres_cluster.stop(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request, tmp_path):
+    """The URL of an empty store of each kind: a folder, an SQLite file, a PostgreSQL
+    database whose sessions table was dropped."""
+    if request.param == "file":
+        return f"file://{tmp_path}/sessions"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/sessions.db"
+    dsn = request.getfixturevalue("postgres_dsn")
+    import psycopg
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS agentflow_sessions")
+    return dsn
+
+
+@pytest.fixture
+def store(store_url):
+    """An open ``SessionStore`` of each kind, closed after the test."""
+    from agentflow.stores import open_store
+    opened = open_store(store_url)
+    yield opened
+    opened.close()

@@ -205,7 +205,8 @@ class SessionStore:
                     session.checkpoint()
             raise
         else:
-            session.checkpoint()
+            if not binding.conflicted:  # a stale session is never written back
+                session.checkpoint()
         finally:
             session._store = None
 

@@ -1,0 +1,235 @@
+"""One suite for every session store (SPEC R16, R22): ``FileStore``, ``SQLiteStore`` and
+``PostgresStore`` (a real server: ``conftest.postgres_dsn``) answer the same tests.
+
+Each test asserts what the store holds and how many times a tool really ran."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatMessage,
+                       FinishReason, ToolApprovalResponse, tool)
+from agentflow.canonical import arguments_digest
+from agentflow.errors import SessionConflictError, SessionIntegrityError
+from agentflow.replay import ReplayServer, chat_stream
+from agentflow.stores import PendingEntry, open_store
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAY = '{"amount": 120}'
+
+
+class Payments:
+    """An approval-gated ``transfer`` that counts its runs; ``inside`` is called while
+    it runs, to look at the store from outside."""
+
+    def __init__(self, inside=None):
+        self.ran = []
+
+        @tool
+        def transfer(amount: int) -> str:
+            """Send money."""
+            self.ran.append(amount)
+            if inside is not None:
+                inside()
+            return f"sent {amount}"
+
+        self.tools = [ApprovalRequiredTool(transfer)]
+
+
+def pause(make_agent, store, session_id, payments, *more_bodies, call_id="c1",
+          arguments=PAY):
+    """Run until the model's call to transfer waits for approval, in the store."""
+    agent, server = make_agent([chat_stream(text="Paying.",
+                                            tool_calls=[(call_id, "transfer", arguments)]),
+                                *more_bodies], tools=payments.tools)
+    with store.open(session_id) as session:
+        updates = list(agent.run("pay the invoice", session))
+    assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+    return agent, server
+
+
+def approve(call_id="c1"):
+    return AgentRunOptions().with_tool_approval_responses([ToolApprovalResponse(call_id, True)])
+
+
+# -- revisions and compare-and-swap ----------------------------------------------------------
+
+def test_r22_a_session_round_trips_with_its_revision(store):
+    session = AgentSession(messages=[ChatMessage.user("café"),
+                                     ChatMessage.tool("caf\udce9.txt", "c1")])  # a lone surrogate
+    store.save("s-1", session)
+    assert session.revision == 1
+    again = store.load("s-1")
+    assert again == session and again.revision == 1
+    assert again.messages[1].content == "caf\udce9.txt"  # stored escaped, read back exactly
+    store.save("s-1", again)
+    assert store.load("s-1").revision == 2
+    with pytest.raises(KeyError, match="no session 'nope'"):
+        store.load("nope")
+
+
+def test_r22_a_write_based_on_an_older_revision_is_refused(store):
+    """No rollback: a stale copy cannot be written over a newer one."""
+    session = AgentSession(messages=[ChatMessage.user("one")])
+    store.save("s", session)
+    stale = store.load("s")
+    session.messages.append(ChatMessage.assistant("two"))
+    store.save("s", session)
+    stale.messages.append(ChatMessage.assistant("other"))
+    with pytest.raises(SessionConflictError, match="read at revision 1; the store holds "
+                                                   "revision 2"):
+        store.save("s", stale)
+    held = store.load("s")
+    assert held.revision == 2 and [m.content for m in held.messages] == ["one", "two"]
+
+
+def test_r22_two_new_sessions_with_one_id_conflict(store):
+    store.save("s", AgentSession(messages=[ChatMessage.user("first")]))
+    with pytest.raises(SessionConflictError, match="created it first"):
+        store.save("s", AgentSession(messages=[ChatMessage.user("second")]))
+    assert store.load("s").messages[0].content == "first"
+
+
+def test_r22_session_ids_that_no_store_could_keep_are_refused(store):
+    for bad in ("", "a/b", "..", "x\0y", "caf\udce9"):
+        with pytest.raises(ValueError, match="not allowed"):
+            store.save(bad, AgentSession())
+
+
+def test_r22_a_signed_store_refuses_a_session_signed_otherwise(store_url):
+    with open_store(store_url, secret="k3y") as signed:
+        signed.save("s", AgentSession(messages=[ChatMessage.user("hi")]))
+        assert signed.load("s").messages[0].content == "hi"
+    with open_store(store_url, secret="other") as wrong:
+        with pytest.raises(SessionIntegrityError, match="modified after it was signed"):
+            wrong.load("s")
+
+
+# -- runs through a store ----------------------------------------------------------------
+
+def test_r16_the_start_of_a_call_is_stored_before_the_tool_runs(store, store_url, make_agent):
+    """While the approved tool runs, another reader of the store already sees the
+    decision and the write-ahead record; afterwards the result replaced it."""
+    seen = []
+
+    def look():
+        with open_store(store_url) as other:
+            held = other.load("s")
+        seen.append((list(held.running), [r.outcome for r in held.audit],
+                     [m.role.value for m in held.messages]))
+
+    payments = Payments(inside=look)
+    agent, _ = pause(make_agent, store, "s", payments, chat_stream(text="Paid."))
+    with store.open("s") as session:
+        updates = list(agent.run([], session, approve()))
+    assert updates[-1].finish_reason is FinishReason.STOP
+    assert seen == [(["c1"], ["approved"], ["user", "assistant"])]
+    held = store.load("s")
+    assert held.running == {}
+    assert [m.content for m in held.messages] == ["pay the invoice", "Paying.", "sent 120",
+                                                  "Paid."]
+    assert payments.ran == [120]
+
+
+def test_r22_a_second_worker_resuming_the_same_pause_runs_nothing(store_url, make_agent):
+    """Two workers hold the same paused revision; the first runs the call, the
+    second's write-ahead record is refused before its tool runs. (The file store
+    refuses the second worker sooner, at open, with its lock.)"""
+    payments = Payments()
+    with open_store(store_url) as store:
+        agent, _ = pause(make_agent, store, "s", payments, chat_stream(text="Paid."))
+    with open_store(store_url) as one, open_store(store_url) as two:
+        with one.open("s") as first:
+            if store_url.startswith("file://"):
+                with pytest.raises(SessionConflictError, match="in use by another process"):
+                    two.open("s").__enter__()
+                list(agent.run([], first, approve()))
+            else:
+                with two.open("s") as second:
+                    assert first.revision == second.revision
+                    list(agent.run([], first, approve()))
+                    with pytest.raises(SessionConflictError, match="another worker"):
+                        list(agent.run([], second, approve()))
+    assert payments.ran == [120]
+    with open_store(store_url) as store:
+        held = store.load("s")
+    assert [r.outcome for r in held.audit] == ["approved"]
+    assert held.messages[-1].content == "Paid."
+
+
+def test_r22_pending_lists_the_inbox_oldest_first(store, make_agent):
+    payments = Payments()
+    clock = [1_800_000_000.0]
+    agent, _ = make_agent([
+        chat_stream(tool_calls=[("c1", "transfer", PAY)]),
+        chat_stream(tool_calls=[("k1", "transfer", '{"amount": 5}'),
+                                ("k2", "transfer", '{"amount": 7}')]),
+        chat_stream(text="Paid.")], tools=payments.tools)
+    agent.chat_client.clock = lambda: clock[0]
+    with store.open("old") as session:
+        list(agent.run("pay 120", session))
+    clock[0] += 60
+    with store.open("new") as session:
+        list(agent.run("pay 5 and 7", session))
+    store.save("idle", AgentSession(messages=[ChatMessage.user("nothing waits")]))
+
+    entries = store.pending(now=clock[0] + 30)
+    assert entries == [
+        PendingEntry("old", "c1", "transfer", {"amount": 120}, arguments_digest(PAY),
+                     1_800_000_000.0, None, 90.0),
+        PendingEntry("new", "k1", "transfer", {"amount": 5},
+                     arguments_digest('{"amount": 5}'), 1_800_000_060.0, None, 30.0),
+        PendingEntry("new", "k2", "transfer", {"amount": 7},
+                     arguments_digest('{"amount": 7}'), 1_800_000_060.0, None, 30.0)]
+    with store.open("old") as session:  # answered: it leaves the inbox
+        list(agent.run([], session, approve()))
+    assert [(e.session_id, e.call_id) for e in store.pending()] == [("new", "k1"),
+                                                                    ("new", "k2")]
+    assert payments.ran == [120]
+
+
+def test_r22_open_saves_nothing_when_nothing_changed(store):
+    store.save("s", AgentSession(messages=[ChatMessage.user("hi")]))
+    with store.open("s") as session:
+        assert session.revision == 1
+    assert store.load("s").revision == 1
+
+
+# -- two processes ------------------------------------------------------------------------
+
+def test_r22_two_processes_resume_the_same_pause(store_url, make_agent, tmp_path):
+    """Both workers have read the paused session before either resumes; exactly one
+    runs the call, the other gets SessionConflictError (or, from the file store's
+    lock, SessionLockedError, a kind of it) and runs nothing."""
+    payments = Payments()
+    with open_store(store_url) as store:
+        pause(make_agent, store, "s", payments)
+    log = tmp_path / "ran.log"
+    with ReplayServer([chat_stream(text="Paid.")]) as server:
+        workers = [subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "worker.py"), store_url, "s",
+             server.base_url, str(log), "--respond", "c1=yes", "--wait"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+        firsts = [w.stdout.readline().strip() for w in workers]  # each has read, or failed
+        for worker, first in zip(workers, firsts):
+            if first == "loaded":
+                worker.stdin.write("go\n")
+                worker.stdin.flush()
+        outs = [w.communicate(timeout=60) for w in workers]
+    lasts = sorted(first if first != "loaded" else out.split()[-1]
+                   for first, (out, _) in zip(firsts, outs))
+    if store_url.startswith("file://"):
+        assert sorted(firsts) == ["SessionLockedError", "loaded"], outs
+        assert lasts == ["SessionLockedError", "stop"], outs
+    else:
+        assert firsts == ["loaded", "loaded"], outs
+        assert lasts == ["SessionConflictError", "stop"], outs
+    assert log.read_text() == "transfer 120\n"
+    with open_store(store_url) as store:
+        held = store.load("s")
+    assert [r.outcome for r in held.audit] == ["approved"]
+    assert [m.content for m in held.messages][-2:] == ["sent 120", "Paid."]
