@@ -9,7 +9,7 @@ $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e . pytest
+	$(VENV)/bin/python -m pip install --quiet -e '.[postgres]' pytest
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -32,12 +32,14 @@ def _cap(data: bytes, limit: int, total: int | None = None, what: str = "output 
     return text
 
 
-# $1 is the command, $2 the read end of a pipe whose only writer is this process. A
-# watcher in the command's process group waits for end of file there: when this
-# process dies, even by SIGKILL, the watcher kills the group. The command does not
-# inherit the pipe; when it ends, the watcher is stopped and its exit status returned.
-_GUARDED = ('( read -r _ <&"$2"; kill -s KILL 0 ) & watcher=$!; eval "exec $2<&-"; '
-            '/bin/sh -c "$1"; status=$?; kill "$watcher" 2>/dev/null; exit "$status"')
+# $1 is the command; stdin is the read end of a pipe whose only writer is this
+# process. A watcher in the command's process group waits for end of file there: when
+# this process dies, even by SIGKILL, the watcher kills the group. The command gets
+# /dev/null as stdin, not the pipe; when it ends, the watcher is stopped and its exit
+# status returned.
+_GUARDED = ('exec 3<&0 </dev/null; ( read -r _ <&3; kill -s KILL 0 ) & watcher=$!; '
+            'exec 3<&-; /bin/sh -c "$1"; status=$?; kill "$watcher" 2>/dev/null; '
+            'exit "$status"')
 
 
 def _start(command: str) -> tuple[subprocess.Popen, int | None]:
@@ -48,10 +50,9 @@ def _start(command: str) -> tuple[subprocess.Popen, int | None]:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT), None
     lifeline, keep = os.pipe()  # both close-on-exec: only the read end is handed over
     try:
-        process = subprocess.Popen(["/bin/sh", "-c", _GUARDED, "sh", command, str(lifeline)],
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True,
-                                   pass_fds=(lifeline,))
+        process = subprocess.Popen(["/bin/sh", "-c", _GUARDED, "sh", command],
+                                   stdin=lifeline, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, start_new_session=True)
     except BaseException:
         os.close(keep)
         raise
