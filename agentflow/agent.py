@@ -17,6 +17,7 @@ produced after it (R1): a memory, a retrieval step or a clock are typical ones.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -154,13 +155,15 @@ class ChatClientAgent:
             session.running[call.id] = {"tool": call.name, "started_at": time.time()}
             session.checkpoint(changed=True)
 
-        for update in self.chat_client.run(
-                prompt, options, on_message=on_message, approvals=session.approvals,
-                new_messages=new_input, on_call_start=on_call_start,
-                started_calls=set(session.running)):
-            if isinstance(update, Finish):
-                session.checkpoint()  # the approval records, input stored at the end
-            yield update
+        updates = self.chat_client.run(
+            prompt, options, on_message=on_message, approvals=session.approvals,
+            new_messages=new_input, on_call_start=on_call_start,
+            started_calls=set(session.running))
+        with contextlib.closing(updates):  # a caller's close() reaches the loop at once
+            for update in updates:
+                if isinstance(update, Finish):
+                    session.checkpoint()  # the approval records, input stored at the end
+                yield update
         for provider in self.context_providers:
             provider.on_invoked(list(new_input), added, session)
 

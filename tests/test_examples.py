@@ -1,0 +1,70 @@
+"""The worked example of many workers (examples/approval_service.py, SPEC R22): two
+service processes share one store; one pauses the run, the other resumes it after a
+human answers; the same answer sent to both at once runs the refund once."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from agentflow.replay import ReplayServer, chat_stream
+
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "examples", "approval_service.py")
+REFUND = {"order_id": "42", "amount": 19.9}
+
+
+def call(base: str, path: str, body=None) -> tuple[int, object]:
+    data = None if body is None else json.dumps(body).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(base + path, data), timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+def test_example_one_worker_pauses_another_resumes(store_url, tmp_path):
+    ledger = tmp_path / "refunds.log"
+    with ReplayServer([chat_stream(text="Let me refund that.", tool_calls=[
+                           ("call_1", "refund", json.dumps(REFUND))]),
+                       chat_stream(text="Refunded 19.90 EUR.")]) as model:
+        workers = [subprocess.Popen(
+            [sys.executable, EXAMPLE, "--store", store_url, "--port", "0", "--base-url",
+             model.base_url, "--ledger", str(ledger)], stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"}) for _ in range(2)]
+        try:
+            one, two = (w.stdout.readline().split()[-1] for w in workers)
+
+            assert call(one, "/sessions/t-42", {"message": "Refund order 42, it broke"}) == (
+                200, {"status": "paused", "reply": "Let me refund that.",
+                      "pending": ["call_1"]})
+            status, inbox = call(two, "/pending")
+            assert status == 200 and [(e["session"], e["call_id"], e["tool"], e["arguments"])
+                                      for e in inbox] == [("t-42", "call_1", "refund", REFUND)]
+
+            answer = {"call_id": "call_1", "approved": True, "approver": "dana"}
+            replies = []
+            senders = [threading.Thread(target=lambda base: replies.append(
+                call(base, "/sessions/t-42/answer", answer)), args=(base,))
+                for base in (one, two)]
+            for sender in senders:
+                sender.start()
+            for sender in senders:
+                sender.join()
+            replies.sort(key=lambda r: r[0])
+            # one resumed; the other lost the compare-and-swap (409) or came after (400)
+            assert replies[0] == (200, {"status": "done", "reply": "Refunded 19.90 EUR.",
+                                        "pending": []})
+            assert replies[1][0] in (400, 409), replies
+            assert call(one, "/pending") == (200, [])
+        finally:
+            for worker in workers:
+                worker.terminate()
+                worker.wait(timeout=60)
+    assert ledger.read_text() == "refund 42 19.90\n"
