@@ -28,7 +28,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed
 $(BENCH_STAMP): setup.cfg pyproject.toml bench/requirements.txt
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install --quiet -e . -r bench/requirements.txt
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[postgres]' -r bench/requirements.txt
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -208,7 +208,11 @@ def encode(data: dict, secret: str | bytes | None = None, indent: int | None = N
         data = {**data, "signature": {"alg": "HMAC-SHA256", "value": _sign(data, secret)}}
     text = json.dumps(data, ensure_ascii=False, indent=indent,
                       separators=None if indent is not None else (",", ":"))
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    try:
+        text.encode("utf-8")  # the common case, and far quicker than the search below
+    except UnicodeEncodeError:
+        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
 
 
 def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSession":

@@ -21,6 +21,7 @@ import loop_only  # noqa: E402
 import memory  # noqa: E402
 import peers  # noqa: E402
 import startup  # noqa: E402
+import stores  # noqa: E402
 from common import SOURCE, runs, summary  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "RESULTS.md"
@@ -171,6 +172,15 @@ def main() -> int:
               "each command with `import agentflow` in the same round (bench/startup.py). "
               f"Target: `agentflow --help` within {startup.TARGET}×.", ""]
     lines += startup.table(startup.main())
+
+    print("stores ...", flush=True)
+    lines += ["", f"## 7. Session stores ({stores.ROUNDS} tool rounds per run)", "",
+              "bench/loop_only.py's run with the session opened from each store, so every step "
+              "is saved: three writes per round (the model's turn, the write-ahead record of "
+              "the call, its result). Writes are timed one by one, medians [min – max]; "
+              "steps per second is writes over the time spent writing. Target: the "
+              "write-ahead record under 1 ms per tool call with SQLite.", ""]
+    lines += stores.table(stores.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]

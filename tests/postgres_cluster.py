@@ -7,7 +7,7 @@
 ``AGENTFLOW_TEST_POSTGRES_DSN``; without that variable the tests start their own
 (``tests/conftest.py``). PostgreSQL refuses to run as root, so as root the cluster
 belongs to the ``postgres`` user that Debian's package creates. Durability is off
-(``fsync=off``): the cluster dies with the test run.
+(``fsync=off``) unless asked for: the cluster dies with the test run.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def _as_owner(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command]
 
 
-def start(folder: str) -> str:
-    """Create and start a cluster in ``folder``; returns its DSN.
+def start(folder: str, durable: bool = False) -> str:
+    """Create and start a cluster in ``folder``; returns its DSN. ``durable``: fsync
+    on, as a real server (for ``make bench``); tests run faster without it.
 
     Raises:
         RuntimeError: no PostgreSQL binaries, or the cluster would not start (the
@@ -59,8 +60,9 @@ def start(folder: str) -> str:
     subprocess.run(_as_owner([f"{pgbin}/initdb", "-D", data, "-A", "trust", "-U", USER,
                               "--no-sync", "-E", "UTF8"]),
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=folder)
-    options = (f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off "
-               "-c synchronous_commit=off -c full_page_writes=off")
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     log = os.path.join(folder, "server.log")
     started = subprocess.run(_as_owner([f"{pgbin}/pg_ctl", "-D", data, "-o", options, "-l", log,
                                         "-w", "-t", "30", "start"]),

@@ -115,7 +115,7 @@ class SessionStore:
             on read, as ``AgentSession.save(path, secret=...)`` does.
     """
 
-    indent: int | None = None  # of the stored JSON; the file store's is readable
+    indent: int | None = None  # of the stored JSON: compact, as it is written every step
 
     def __init__(self, secret: str | bytes | None = None):
         self.secret = secret

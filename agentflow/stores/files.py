@@ -45,8 +45,6 @@ class FileStore(SessionStore):
         secret: sign and check every file (HMAC-SHA256), as ``AgentSession.save``.
     """
 
-    indent = 1
-
     def __init__(self, directory, secret: str | bytes | None = None, suffix: str = ".json"):
         super().__init__(secret)
         self.directory = os.fspath(directory)
