@@ -31,7 +31,8 @@ table does not list raises ``LoopStateError``::
   runs: one that names no pending call is an ``ApprovalError`` (SPEC R11), and so is
   an ambiguous pending turn (R17). Calls of the last tool-call turn without a result
   mean the previous run paused: resume. Otherwise this run's input joins the prompt.
-* **RESUMING** (``_resume``). Each pending call, in call order: approved → run;
+* **RESUMING** (``_resume``). Each pending call, in call order: started by an earlier
+  run that never finished → ``Error: interrupted: …`` (R16, below); approved → run;
   anything else → ``Rejected: <reason>`` (R4, R5, R7). Then the run's input joins the
   prompt, after those results (R6). That was one round; at ``max_rounds`` the run ends
   (R8) without calling the model.

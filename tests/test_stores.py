@@ -233,3 +233,31 @@ def test_r22_two_processes_resume_the_same_pause(store_url, make_agent, tmp_path
         held = store.load("s")
     assert [r.outcome for r in held.audit] == ["approved"]
     assert [m.content for m in held.messages][-2:] == ["sent 120", "Paid."]
+
+
+# -- a restored older file (issue 11, item 4) ---------------------------------------------
+
+def test_r22_a_session_file_put_back_from_an_older_copy_is_refused(make_agent, tmp_path):
+    """HMAC proves origin, not freshness: the signed paused file, copied before the
+    approved call ran and put back afterwards, verifies, but is older than the revision
+    the file store last wrote. Loading it is refused, so the approval cannot be used
+    twice; deleting the mark is the explicit way back."""
+    path = tmp_path / "s.json"
+    payments = Payments()
+    agent, _ = make_agent([chat_stream(tool_calls=[("c1", "transfer", PAY)]),
+                           chat_stream(text="Paid.")], tools=payments.tools)
+    with AgentSession.open(path, secret="k3y") as session:
+        list(agent.run("pay", session))
+    paused_copy = path.read_bytes()
+    with AgentSession.open(path, secret="k3y") as session:
+        list(agent.run([], session, approve()))
+    path.write_bytes(paused_copy)
+
+    with pytest.raises(SessionIntegrityError, match="put back from an older copy"):
+        with AgentSession.open(path, secret="k3y"):
+            pass
+    with pytest.raises(SessionIntegrityError, match="older copy"):
+        AgentSession.load(path, secret="k3y")
+    assert payments.ran == [120]
+    os.unlink(f"{path}.rev")
+    assert AgentSession.load(path, secret="k3y").approvals.pending[0].call_id == "c1"
