@@ -15,6 +15,7 @@ from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, Chat
 from agentflow.canonical import arguments_digest
 from agentflow.errors import SessionConflictError, SessionIntegrityError
 from agentflow.replay import ReplayServer, chat_stream
+from agentflow.types import ToolCall
 from agentflow.stores import PendingEntry, open_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,13 +59,14 @@ def approve(call_id="c1"):
 # -- revisions and compare-and-swap ----------------------------------------------------------
 
 def test_r22_a_session_round_trips_with_its_revision(store):
-    session = AgentSession(messages=[ChatMessage.user("café"),
-                                     ChatMessage.tool("caf\udce9.txt", "c1")])  # a lone surrogate
+    session = AgentSession(messages=[
+        ChatMessage.user("café"), ChatMessage.assistant(None, [ToolCall("c1", "list_dir")]),
+        ChatMessage.tool("caf\udce9.txt", "c1")])  # a file name that is not UTF-8
     store.save("s-1", session)
     assert session.revision == 1
     again = store.load("s-1")
     assert again == session and again.revision == 1
-    assert again.messages[1].content == "caf\udce9.txt"  # stored escaped, read back exactly
+    assert again.messages[2].content == "caf\udce9.txt"  # stored escaped, read back exactly
     store.save("s-1", again)
     assert store.load("s-1").revision == 2
     with pytest.raises(KeyError, match="no session 'nope'"):
@@ -261,3 +263,37 @@ def test_r22_a_session_file_put_back_from_an_older_copy_is_refused(make_agent, t
     assert payments.ran == [120]
     os.unlink(f"{path}.rev")
     assert AgentSession.load(path, secret="k3y").approvals.pending[0].call_id == "c1"
+
+
+# -- the command line ------------------------------------------------------------------
+
+def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path):
+    """``agentflow chat --store URL --session ID`` pauses in the store; ``agentflow
+    pending --store URL`` lists the call; ``--respond`` resumes it from the store."""
+    from test_cli_chat import calls_reply, run_chat
+    url = f"sqlite:///{tmp_path}/sessions.db"
+    with ReplayServer([calls_reply(("call_1", "run_command", {"command": "echo hi"})),
+                       chat_stream(text="It said hi.")]) as server:
+        paused = run_chat("--base-url", server.base_url, "--store", url, "--session", "t-1",
+                          "Say hi", cwd=tmp_path)
+        assert (paused.returncode, paused.stderr) == (3, "")
+        assert paused.stdout == ("paused: 1 call(s) wait for approval (call_1). Resume with: "
+                                 f"agentflow chat --store {url} --session t-1 --respond "
+                                 "call_1=yes\n")
+        listed = run_chat("--store", url, "--json", cwd=tmp_path, command="pending")
+        [entry] = [json.loads(line) for line in listed.stdout.splitlines()]
+        assert (entry["session"], entry["call_id"], entry["tool"], entry["arguments"],
+                entry["digest"]) == ("t-1", "call_1", "run_command", {"command": "echo hi"},
+                                     arguments_digest('{"command": "echo hi"}'))
+        table = run_chat("--store", url, cwd=tmp_path, command="pending")
+        assert table.stdout.splitlines()[1].split()[1:5] == ["t-1", "call_1", "run_command",
+                                                             '{"command":']
+        resumed = run_chat("--base-url", server.base_url, "--store", url, "--session", "t-1",
+                           "--respond", "call_1=yes", cwd=tmp_path)
+        assert (resumed.returncode, resumed.stderr) == (0, "")
+        assert resumed.stdout.endswith("assistant> It said hi.\n")
+    assert run_chat("--store", url, cwd=tmp_path, command="pending").stdout == \
+        "nothing waits for approval\n"
+    no_id = run_chat("--store", url, "hi", cwd=tmp_path)
+    assert (no_id.returncode, no_id.stderr) == (
+        2, "agentflow: --store needs --session ID (the session's id in the store)\n")
