@@ -56,8 +56,8 @@ def siblings_executed(monkeypatch):
     """Every pending call without a response is executed on resume (breaks R5)."""
     original = loop._check_responses
 
-    def approve_the_rest(responses, pending, answered):
-        by_id = original(responses, pending, answered)
+    def approve_the_rest(responses, pending, answered, started=()):
+        by_id = original(responses, pending, answered, started)
         for call in pending:
             by_id.setdefault(call.id, ToolApprovalResponse(call.id, True))
         return by_id
@@ -104,11 +104,11 @@ def results_before_the_assistant_message(monkeypatch):
 def approval_executed_twice(monkeypatch):
     original = loop.FunctionInvokingChatClient._invoke
 
-    def twice(self, call):
+    def twice(self, run, call):
         tool = self._tool(call.name)
         if tool is not None and tool.requires_approval():
-            original(self, call)
-        return original(self, call)
+            original(self, run, call)
+        return original(self, run, call)
 
     monkeypatch.setattr(loop.FunctionInvokingChatClient, "_invoke", twice)
     yield
