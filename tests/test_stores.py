@@ -267,10 +267,16 @@ def test_r22_a_session_file_put_back_from_an_older_copy_is_refused(make_agent, t
 
 # -- the command line ------------------------------------------------------------------
 
-def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path):
+def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path, capsys):
     """``agentflow chat --store URL --session ID`` pauses in the store; ``agentflow
     pending --store URL`` lists the call; ``--respond`` resumes it from the store."""
+    from agentflow.__main__ import main
     from test_cli_chat import calls_reply, run_chat
+
+    def pending(*flags):
+        assert main(["pending", "--store", url, *flags]) == 0
+        return capsys.readouterr().out
+
     url = f"sqlite:///{tmp_path}/sessions.db"
     with ReplayServer([calls_reply(("call_1", "run_command", {"command": "echo hi"})),
                        chat_stream(text="It said hi.")]) as server:
@@ -280,20 +286,17 @@ def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path):
         assert paused.stdout == ("paused: 1 call(s) wait for approval (call_1). Resume with: "
                                  f"agentflow chat --store {url} --session t-1 --respond "
                                  "call_1=yes\n")
-        listed = run_chat("--store", url, "--json", cwd=tmp_path, command="pending")
-        [entry] = [json.loads(line) for line in listed.stdout.splitlines()]
+        [entry] = [json.loads(line) for line in pending("--json").splitlines()]
         assert (entry["session"], entry["call_id"], entry["tool"], entry["arguments"],
                 entry["digest"]) == ("t-1", "call_1", "run_command", {"command": "echo hi"},
                                      arguments_digest('{"command": "echo hi"}'))
-        table = run_chat("--store", url, cwd=tmp_path, command="pending")
-        assert table.stdout.splitlines()[1].split()[1:5] == ["t-1", "call_1", "run_command",
-                                                             '{"command":']
+        assert pending().splitlines()[1].split()[1:5] == ["t-1", "call_1", "run_command",
+                                                         '{"command":']
         resumed = run_chat("--base-url", server.base_url, "--store", url, "--session", "t-1",
                            "--respond", "call_1=yes", cwd=tmp_path)
         assert (resumed.returncode, resumed.stderr) == (0, "")
         assert resumed.stdout.endswith("assistant> It said hi.\n")
-    assert run_chat("--store", url, cwd=tmp_path, command="pending").stdout == \
-        "nothing waits for approval\n"
-    no_id = run_chat("--store", url, "hi", cwd=tmp_path)
-    assert (no_id.returncode, no_id.stderr) == (
-        2, "agentflow: --store needs --session ID (the session's id in the store)\n")
+    assert pending() == "nothing waits for approval\n"
+    assert main(["chat", "--store", url, "hi"]) == 2
+    assert capsys.readouterr().err == ("agentflow: --store needs --session ID (the session's "
+                                       "id in the store)\n")
