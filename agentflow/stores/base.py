@@ -101,8 +101,9 @@ def conflict(session_id: str, expected: int, held: int | None) -> SessionConflic
         found = f"the store holds revision {held}"
     return SessionConflictError(
         f"session {session_id!r} was written by another worker since this one read it "
-        f"(read at revision {expected}; {found}). Nothing was saved, and no tool ran "
-        "after the last save. Load the session again to see what the other worker did.")
+        f"(read at revision {expected}; {found}). Nothing was saved; had this write "
+        "recorded a tool call's start, that tool did not run. Load the session again to "
+        "see what the other worker did.")
 
 
 class SessionStore:
@@ -114,8 +115,6 @@ class SessionStore:
         secret: when given, every session is signed on write (HMAC-SHA256) and checked
             on read, as ``AgentSession.save(path, secret=...)`` does.
     """
-
-    indent: int | None = None  # of the stored JSON: compact, as it is written every step
 
     def __init__(self, secret: str | bytes | None = None):
         self.secret = secret
@@ -178,7 +177,7 @@ class SessionStore:
         """
         check_session_id(session_id)
         revision = session.revision + 1
-        text = encode({**session.to_dict(), "revision": revision}, self.secret, self.indent)
+        text = encode({**session.to_dict(), "revision": revision}, self.secret)
         self._swap(session_id, session.revision, text, waiting_since(session))
         session.revision = revision
         return text
@@ -194,7 +193,10 @@ class SessionStore:
         Raises:
             SessionConflictError: when a write finds that another worker wrote first.
         """
-        session = self._open_session(session_id)
+        try:
+            session = self.load(session_id)
+        except KeyError:
+            session = AgentSession()
         binding = _Binding(self, session_id, session)
         session._store = binding
         try:
@@ -209,12 +211,6 @@ class SessionStore:
                 session.checkpoint()
         finally:
             session._store = None
-
-    def _open_session(self, session_id: str) -> AgentSession:
-        try:
-            return self.load(session_id)
-        except KeyError:
-            return AgentSession()
 
     def pending(self, now: float | None = None) -> list[PendingEntry]:
         """Every call that waits for approval, across all sessions, oldest first: the
@@ -249,7 +245,7 @@ class _Binding:
         self.last = self._text(session)
 
     def _text(self, session: AgentSession) -> str:
-        return encode(session.to_dict(), self.store.secret, self.store.indent)
+        return encode(session.to_dict(), self.store.secret)
 
     def write(self, session: AgentSession, changed: bool) -> None:
         if self.conflicted:
