@@ -393,6 +393,15 @@ class Chat:
         runs, the session unchanged, SPEC R11)."""
         waiting = {r.call_id: r for r in self.pending_requests()}
         session = shlex.quote(self.args.session)
+        if self.args.store:
+            session = f"{session} --store {shlex.quote(self.args.store)}"
+        begun = [c.id for c in self.session.pending_tool_calls if c.id in self.session.running]
+        if not waiting and begun:  # SPEC R16
+            raise UsageError(f"--respond: {', '.join(begun)} started in an earlier run that "
+                             "never finished (it was killed), so it may have partly run and is "
+                             "not run again; send a message to go on, and the model hears that "
+                             f"it was interrupted: agentflow chat --session {session} "
+                             "\"MESSAGE\"")
         if not waiting:
             raise UsageError(f"--respond: {self.args.session} has no call waiting for "
                              "approval (it is not paused), so there is nothing to answer; "

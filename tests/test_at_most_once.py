@@ -21,7 +21,7 @@ from agentflow.replay import ReplayServer, chat_stream
 from agentflow.stores import SQLiteStore
 
 from helpers_pty import PtyProcess
-from test_cli_chat import calls_reply, child_env, run_chat
+from helpers_cli import calls_reply, child_env, run_chat
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTERRUPTED = "Error: interrupted: transfer may have partly run and was not run again"
@@ -250,8 +250,8 @@ def test_r16_cli_killed_while_the_command_runs(server, tmp_path):
 
     again = run_chat("--base-url", server.base_url, "--session", str(session), "--respond",
                      "call_1=yes", cwd=tmp_path)
-    assert again.returncode == 1
-    assert "call_1 already started in an earlier run that never finished" in again.stderr
+    assert again.returncode == 2
+    assert "--respond: call_1 started in an earlier run that never finished" in again.stderr
     assert started.read_text() == "once\n"
 
 
@@ -274,7 +274,7 @@ def test_r16_cli_ctrl_c_in_the_command(server, tmp_path):
 
     again = run_chat("--base-url", server.base_url, "--session", str(session), "--respond",
                      "call_1=yes", cwd=tmp_path)
-    assert again.returncode == 1 and "already have a result" in again.stderr
+    assert again.returncode == 2 and "has no call waiting for approval" in again.stderr
     assert started.read_text() == "once\n"
 
 

@@ -87,7 +87,7 @@ def test_a_pause_without_a_terminal_shows_every_call_and_leaves_no_lock_file(pau
     done, folder = paused_run
     assert (done.returncode, done.stderr) == (3, "")
     assert done.stdout == pause_text("s.json", *PAUSED_SUMMARIES)
-    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "s.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "s.json", "s.json.rev"]
     assert [r["call_id"] for r in saved(folder / "s.json")["approvals"]["pending"]] == [
         "call_1", "call_2", "call_3"]
 
@@ -223,7 +223,7 @@ def test_respond_to_a_session_that_is_not_paused(server, tmp_path):
          "or give another file"),
     ("chat log\n", f"is not a saved session (it is not JSON); {FRESH}"),
     ('{"schema_version": 99, "messages": []}',
-     "was written by a newer agentflow (schema_version 99; this one reads up to 2): upgrade "
+     "was written by a newer agentflow (schema_version 99; this one reads up to 3): upgrade "
      f"agentflow (pip install -U agentflow), or {FRESH}"),
     ('{"schema_version": 2, "messages": [], "signature": {"alg": "HMAC-SHA256", "value": "0"}}',
      "is signed (saved with AgentSession.open(..., secret=...)), and agentflow chat opens "

@@ -1,6 +1,8 @@
 """The lock file of ``AgentSession.open`` (issue 16): it exists only while a process
-holds the session, so a finished run leaves nothing beside the session file; a
-missing folder is named as the session's folder, not as a ``.lock`` file."""
+holds the session, so a finished run leaves beside the session file only its revision
+mark (``.rev``, which must outlive the run: it is how a file put back from an older
+copy is recognised, SPEC R22); a missing folder is named as the session's folder, not
+as a ``.lock`` file."""
 
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ def test_the_lock_file_exists_while_held_and_is_removed_after(tmp_path):
     with AgentSession.open(path) as session:
         assert (tmp_path / "chat.json.lock").exists()
         session.state["n"] = 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json", "chat.json.rev"]
     with AgentSession.open(path) as session:  # and it can be taken again
         assert session.state == {"n": 1}
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json", "chat.json.rev"]
 
 
 def test_a_failed_load_leaves_no_lock_file(tmp_path):
