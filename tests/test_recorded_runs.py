@@ -8,7 +8,7 @@ from helpers_streams import streams_dir
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
                        FinishReason, OpenAIChatClient, TextDelta, ToolApprovalRequest,
-                       ToolApprovalResponse, ToolResult, tool)
+                       Tool, ToolApprovalResponse, ToolResult, tool)
 from agentflow.replay import ReplayServer, chat_stream
 
 
@@ -64,13 +64,18 @@ def test_openai_agent_three_steps_with_two_pauses():
     folder = streams_dir()
     ran = []
 
-    def make(name, result):
-        def body(**arguments):
-            ran.append((name, arguments))
-            return result
-        body.__name__ = name
-        body.__doc__ = f"The {name.replace('_', ' ')}."
-        return tool(body)
+    class Recorded(Tool):
+        """A tool that takes whatever arguments the recording's calls carry."""
+
+        def __init__(self, name, result):
+            self.name, self.result = name, result
+            self.description = f"The {name.replace('_', ' ')}."
+
+        def invoke(self, arguments):
+            ran.append((self.name, arguments))
+            return self.result
+
+    make = Recorded
 
     get_country = ApprovalRequiredTool(make("get_country", "Mexico"))
     get_product_name = make("get_product_name", "Logfire")
