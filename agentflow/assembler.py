@@ -6,10 +6,16 @@ updates (``ToolCallEnd`` per call, then ``Finish``). Providers bend the format i
 small ways; every rule below is one of SPEC §6's items, and ``quirks`` records which
 ones a stream needed, for people debugging a provider.
 
-Tool calls are kept in *slots*. A slot is opened by a delta's ``index``, or, when a
-provider sends no ``index``, by a new non-empty ``id``. A ``ToolCallStart`` is sent
-once the slot knows both its id and its name; argument fragments that arrive before
-that wait in the slot and follow the start.
+Tool calls are kept in *slots*, in the order they were opened; that order is the
+order of the calls in the message, of their ``ToolCallStart`` updates, and of their
+execution. A slot is opened by a new ``index``; by a different id *and* a name on an
+index whose slot already has an id (servers that put every call on index 0); or,
+when a provider sends no ``index``, by a new non-empty ``id``. A ``ToolCallStart`` is
+sent once the slot knows both its id and its name and every earlier slot has started;
+argument fragments that arrive before that wait in the slot and follow the start.
+
+Every field read is checked for its JSON type: valid JSON of the wrong shape is a
+``ProviderError`` naming the event and the field, never a bare ``TypeError``.
 
 Keys the assembler does not know, on the delta or on a tool call (Gemini's
 ``extra_content``), are kept as the provider sent them and stored on the message and
@@ -25,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .errors import IncompleteStreamError, ProviderError
+from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from .sse import iter_events
 from .types import (AgentResponseUpdate, ChatMessage, Finish, FinishReason, ReasoningDelta,
                     TextDelta, ToolCall, ToolCallArgs, ToolCallEnd, ToolCallStart,
@@ -44,12 +50,14 @@ _FINISH_REASONS = {
 _KNOWN_DELTA_KEYS = frozenset({"role", "content", "refusal", "reasoning_content", "reasoning",
                                "tool_calls", "function_call", "index", "annotations", "audio"})
 _KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+# R14: calls of a turn that ended for one of these reasons are never executed
+_CUT_SHORT = (FinishReason.LENGTH, FinishReason.CONTENT_FILTER)
 
 
 class TextBuffer:
     """Text that arrives in many small pieces (str). Every 1024 pieces are joined into
     one block, so a long stream costs about its text's size in memory rather than one
-    Python object per token (make bench: memory)."""
+    Python object per token (make bench: memory), and joining it is linear."""
 
     __slots__ = ("_blocks", "_pieces")
 
@@ -73,20 +81,35 @@ class TextBuffer:
 
 @dataclass
 class _Slot:
-    index: int
-    id: str = ""        # the id used from here on: unique within the turn
+    index: int          # reported on ToolCallStart: the provider's index, or the position
+    id: str = ""        # the id used from here on: unique in the conversation
     wire_id: str = ""   # the first non-empty id the provider sent
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
+    arguments: TextBuffer = field(default_factory=TextBuffer)
+    waiting: list[str] = field(default_factory=list)  # fragments sent before the start
     started: bool = False
-    sent: int = 0  # how many argument fragments were sent as updates
     extra: dict = field(default_factory=dict)  # unknown keys, as sent (SPEC R21)
+
+
+def _show(value, limit: int = 60) -> str:
+    """A wrong value as JSON text of at most ``limit`` characters, for an error message."""
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class ChunkAssembler:
     """Assembles one model turn from its chunks. This is the only place a turn is
     assembled: the last update, ``Finish``, carries the finished assistant message
     (``Finish.message``), and the tool loop stores that message as it is.
+
+    Args:
+        taken_ids: the tool call ids (iterable of str) already used in the
+            conversation; no call of this turn gets one of them, whether the provider
+            sent it again or sent none and one is invented (SPEC §6: ids are unique
+            across the whole conversation).
 
     After ``finish``: ``text`` (str), ``reasoning`` (str), ``tool_calls``
     (list of ``ToolCall``), ``finish_reason`` (``FinishReason``), ``usage``
@@ -95,11 +118,13 @@ class ChunkAssembler:
     deviation from OpenAI's own format that was met, with the chunk number.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, taken_ids: Iterable[str] = ()) -> None:
         self._text = TextBuffer()
         self._reasoning = TextBuffer()
         self._slots: list[_Slot] = []
-        self._by_index: dict[int, _Slot] = {}
+        self._by_index: dict[int, _Slot] = {}  # the provider's index -> its latest slot
+        self._started = 0  # slots[:_started] have been announced with ToolCallStart
+        self._taken = set(taken_ids)
         self._raw_finish: str | None = None
         self.usage: Usage | None = None
         self.finish_reason: FinishReason | None = None
@@ -107,6 +132,7 @@ class ChunkAssembler:
         self.extra: dict = {}
         self._varying: set[tuple[int, str]] = set()  # (id of the extra dict, key) dropped
         self._chunks = 0
+        self._body = False  # fed a non-streaming response body (completion_updates)
 
     @property
     def text(self) -> str:
@@ -118,8 +144,13 @@ class ChunkAssembler:
 
     @property
     def tool_calls(self) -> list[ToolCall]:
-        return [ToolCall(s.id, s.name, "".join(s.arguments), dict(s.extra))
-                for s in self._slots]
+        return [ToolCall(s.id, s.name, str(s.arguments), dict(s.extra)) for s in self._slots]
+
+    @property
+    def finish_reason_seen(self) -> bool:
+        """Whether a ``finish_reason`` arrived: from then on the turn is complete,
+        whatever happens to the connection (SPEC §6)."""
+        return self._raw_finish is not None
 
     def _quirk(self, what: str) -> None:
         self.quirks.append(f"{what} at event {self._chunks}")
@@ -139,86 +170,148 @@ class ChunkAssembler:
                 self._quirk(f"{where} field {key!r} changes from chunk to chunk "
                             "(not kept with the message)")
 
+    # -- shapes ----------------------------------------------------------------------
+
+    def _bad(self, path: str, value, expected: str) -> ProviderError:
+        where = "the response body" if self._body else f"stream event {self._chunks}"
+        return ProviderError(f"malformed {where}: {path} is {_show(value)}, expected "
+                             f"{expected} (OpenAI's chat-completions format)")
+
+    def _object(self, value, path: str, optional: bool = True) -> dict:
+        if type(value) is dict:
+            return value
+        if value is None and optional:
+            return {}
+        raise self._bad(path, value, "an object")
+
+    def _list(self, value, path: str) -> list:
+        if type(value) is list:
+            return value
+        if value is None:
+            return []
+        raise self._bad(path, value, "a list")
+
+    def _str(self, value, path: str) -> str:
+        if type(value) is str:
+            return value
+        if value is None:
+            return ""
+        raise self._bad(path, value, "a string")
+
+    def _index(self, value, path: str) -> int | None:
+        if value is None or (type(value) is int and value >= 0):
+            return value
+        raise self._bad(path, value, "a whole number from 0")
+
+    def _count(self, value, path: str) -> int:
+        if value is None:
+            return 0
+        if type(value) is int and value >= 0:
+            return value
+        raise self._bad(path, value, "a whole number of tokens")
+
+    def _call_id(self, value, path: str) -> str:
+        if type(value) is str:
+            return value
+        if value is None:
+            return ""
+        if type(value) is int:  # SPEC §6: ids are strings; a numeric id is converted
+            self._quirk("numeric tool call id")
+            return str(value)
+        raise self._bad(path, value, "a string")
+
     # -- one chunk -------------------------------------------------------------------
 
     def feed(self, chunk: dict) -> list[AgentResponseUpdate]:
         """Take one parsed chunk (dict); return its updates.
 
         Raises ``ProviderError`` (with the provider's message and code) when the chunk
-        carries an ``error`` object; the updates of earlier chunks were already
-        returned by then.
+        carries an ``error`` object, and ``ProviderError`` naming the event and the
+        field when a field has the wrong JSON type (``choices: [null]``, ``delta:
+        "x"``, ``usage.prompt_tokens: "n/a"`` …); the updates of earlier chunks were
+        already returned by then.
         """
         self._chunks += 1
         # Fast path for the chunk that is nearly all of a stream: one choice whose
-        # delta is a bit of text. Anything else takes the general path below.
+        # delta is a bit of text. It must agree with _chunk (a test proves it does).
         if type(chunk) is dict:
             choices = chunk.get("choices")
             if (type(choices) is list and len(choices) == 1 and chunk.get("usage") is None
                     and "error" not in chunk and "x_groq" not in chunk):
                 choice = choices[0]
                 delta = choice.get("delta") if type(choice) is dict else None
-                if (type(delta) is dict and len(delta) == 1 and choice.get("finish_reason") is None
-                        and choice.get("index", 0) == 0):
+                if type(delta) is dict and len(delta) == 1 and choice.get("finish_reason") is None:
+                    index = choice.get("index", 0)
                     content = delta.get("content")
-                    if type(content) is str:
+                    if index == 0 and type(index) is int and type(content) is str:
                         if not content:
                             return []
                         self._text.append(content)
                         return [TextDelta(content)]
-        if not isinstance(chunk, dict):
+        return self._chunk(chunk)
+
+    def _chunk(self, chunk) -> list[AgentResponseUpdate]:
+        if type(chunk) is not dict:
             raise ProviderError(f"stream event {self._chunks} is not a JSON object: "
-                                f"{json.dumps(chunk)[:200]}")
+                                f"{_show(chunk, 203)}")
         if chunk.get("error"):
             raise error_from_body(chunk, "the provider reported an error mid-stream")
         self._take_usage(chunk)
-        choices = chunk.get("choices") or []
+        choices = self._list(chunk.get("choices"), "choices")
         if not choices:
             self._quirk("chunk with empty choices")
         updates: list[AgentResponseUpdate] = []
-        for choice in choices:
-            if choice.get("index", 0) != 0:
+        for position, choice in enumerate(choices):
+            path = f"choices[{position}]"
+            choice = self._object(choice, path, optional=False)
+            if self._index(choice.get("index"), f"{path}.index") not in (None, 0):
                 continue  # n > 1: only the first choice is used
-            self._choice(choice, updates)
+            self._choice(choice, path, updates)
         return updates
 
     def _take_usage(self, chunk: dict) -> None:
-        usage = chunk.get("usage")
-        groq = chunk.get("x_groq")
-        if not isinstance(usage, dict) and isinstance(groq, dict):
-            usage = groq.get("usage")
-            if isinstance(usage, dict):
+        usage, path = chunk.get("usage"), "usage"
+        if usage is None and chunk.get("x_groq") is not None:
+            usage, path = self._object(chunk["x_groq"], "x_groq").get("usage"), "x_groq.usage"
+            if usage is not None:
                 self._quirk("usage under x_groq")
-        if isinstance(usage, dict):
-            if self.usage is not None:
-                self._quirk("usage sent again (the last one is kept)")
-            prompt = int(usage.get("prompt_tokens") or 0)
-            completion = int(usage.get("completion_tokens") or 0)
-            total = int(usage.get("total_tokens") or prompt + completion)
-            self.usage = Usage(prompt, completion, total)
+        if usage is None:
+            return
+        usage = self._object(usage, path)
+        if self.usage is not None:
+            self._quirk("usage sent again (the last one is kept)")
+        prompt = self._count(usage.get("prompt_tokens"), f"{path}.prompt_tokens")
+        completion = self._count(usage.get("completion_tokens"), f"{path}.completion_tokens")
+        total = self._count(usage.get("total_tokens"), f"{path}.total_tokens")
+        self.usage = Usage(prompt, completion, total or prompt + completion)
 
-    def _choice(self, choice: dict, updates: list) -> None:
-        delta = choice.get("delta") or {}
+    def _choice(self, choice: dict, where: str, updates: list) -> None:
+        path = where + (".message" if self._body else ".delta")
+        delta = self._object(choice.get("delta"), path)
         self._keep_unknown(delta, _KNOWN_DELTA_KEYS, self.extra, "delta")
-        content = delta.get("content")
-        if isinstance(content, str):
-            if content:
-                self._add_text(content, updates)
-        elif isinstance(content, list):
-            self._quirk("content as a list of parts")
-            for part in content:
-                self._content_part(part, updates)
-        refusal = delta.get("refusal")
-        if isinstance(refusal, str) and refusal:
-            self._add_text(refusal, updates)
-        reasoning = delta.get("reasoning_content")
-        if not isinstance(reasoning, str):
-            reasoning = delta.get("reasoning")
-        if isinstance(reasoning, str) and reasoning:
+        # Reasoning first: when one delta carries both, the model thought before it
+        # wrote (SPEC §6).
+        key = "reasoning_content" if delta.get("reasoning_content") is not None else "reasoning"
+        reasoning = self._str(delta.get(key), f"{path}.{key}")
+        if reasoning:
             self._reasoning.append(reasoning)
             updates.append(ReasoningDelta(reasoning))
-        for call in delta.get("tool_calls") or []:
-            self._tool_call_delta(call, updates)
-        reason = choice.get("finish_reason")
+        content = delta.get("content")
+        if type(content) is list:
+            self._quirk("content as a list of parts")
+            for number, part in enumerate(content):
+                self._content_part(part, f"{path}.content[{number}]", updates)
+        else:
+            content = self._str(content, f"{path}.content")
+            if content:
+                self._add_text(content, updates)
+        refusal = self._str(delta.get("refusal"), f"{path}.refusal")
+        if refusal:
+            self._add_text(refusal, updates)
+        calls = self._list(delta.get("tool_calls"), f"{path}.tool_calls")
+        for number, call in enumerate(calls):
+            self._tool_call_delta(call, f"{path}.tool_calls[{number}]", updates)
+        reason = self._str(choice.get("finish_reason"), f"{where}.finish_reason")
         if reason:
             if self._raw_finish is not None:
                 self._quirk("finish_reason repeated")
@@ -228,60 +321,50 @@ class ChunkAssembler:
         self._text.append(text)
         updates.append(TextDelta(text))
 
-    def _content_part(self, part, updates: list) -> None:
-        if isinstance(part, str):
-            self._add_text(part, updates)
+    def _content_part(self, part, path: str, updates: list) -> None:
+        if type(part) is str:
+            if part:
+                self._add_text(part, updates)
             return
-        if not isinstance(part, dict):
-            return
+        part = self._object(part, path, optional=False)
         kind = part.get("type")
-        if kind == "text" and isinstance(part.get("text"), str):
-            if part["text"]:
-                self._add_text(part["text"], updates)
+        if kind == "text":
+            text = self._str(part.get("text"), f"{path}.text")
+            if text:
+                self._add_text(text, updates)
         elif kind in ("thinking", "reasoning"):
             thinking = part.get(kind)
-            pieces = thinking if isinstance(thinking, list) else [thinking]
-            for piece in pieces:
-                text = piece.get("text") if isinstance(piece, dict) else piece
-                if isinstance(text, str) and text:
+            pieces = thinking if type(thinking) is list else [thinking]
+            for number, piece in enumerate(pieces):
+                where = f"{path}.{kind}[{number}]" if type(thinking) is list else f"{path}.{kind}"
+                if type(piece) is dict:
+                    piece, where = piece.get("text"), f"{where}.text"
+                text = self._str(piece, where)
+                if text:
                     self._reasoning.append(text)
                     updates.append(ReasoningDelta(text))
+        # other parts (images, citations) carry no text of the turn
 
     # -- tool calls ------------------------------------------------------------------
 
-    def _slot_for(self, call: dict) -> _Slot:
-        index = call.get("index")
-        call_id = call.get("id") or ""
-        if isinstance(index, int):
-            slot = self._by_index.get(index)
-            if slot is None:
-                if index != len(self._slots):
-                    self._quirk(f"tool call index {index} where {len(self._slots)} was expected")
-                slot = self._by_index[index] = self._open(index)
-            return slot
-        self._quirk("tool call without index")
-        last = self._slots[-1] if self._slots else None
-        if call_id:
-            for slot in self._slots:
-                if slot.wire_id == call_id:
-                    return slot
-            if last is not None and not last.wire_id:
-                return last
-            return self._open(len(self._slots))
-        return last if last is not None else self._open(0)
-
-    def _open(self, index: int) -> _Slot:
-        slot = _Slot(index)
-        self._slots.append(slot)
-        return slot
-
-    def _tool_call_delta(self, call: dict, updates: list) -> None:
-        if not isinstance(call, dict):
-            return
-        slot = self._slot_for(call)
+    def _tool_call_delta(self, call, path: str, updates: list) -> None:
+        call = self._object(call, path, optional=False)
+        index = self._index(call.get("index"), f"{path}.index")
+        call_id = self._call_id(call.get("id"), f"{path}.id")
+        function = self._object(call.get("function"), f"{path}.function")
+        name = self._str(function.get("name"), f"{path}.function.name")
+        arguments = function.get("arguments")
+        if type(arguments) in (dict, list):
+            self._quirk("tool call arguments as a JSON object")
+            try:
+                arguments = json.dumps(arguments)
+            except RecursionError:
+                raise self._bad(f"{path}.function.arguments", arguments,
+                                "JSON nested less deeply") from None
+        else:
+            arguments = self._str(arguments, f"{path}.function.arguments")
+        slot = self._slot_for(index, call_id, name)
         self._keep_unknown(call, _KNOWN_CALL_KEYS, slot.extra, "tool call")
-        function = call.get("function") or {}
-        call_id, name = call.get("id") or "", function.get("name") or ""
         # Re-sent headers (empty or in full) must never be concatenated: first wins.
         if call_id and not slot.wire_id:
             slot.wire_id = call_id
@@ -291,35 +374,83 @@ class ChunkAssembler:
             slot.name = name
         elif slot.started and (name or "id" in call):
             self._quirk("tool call header re-sent")
-        arguments = function.get("arguments")
-        if isinstance(arguments, (dict, list)):
-            self._quirk("tool call arguments as a JSON object")
-            arguments = json.dumps(arguments)
-        if isinstance(arguments, str) and arguments:
-            slot.arguments.append(arguments)
-        self._flush(slot, updates, final=False)
+        if arguments:
+            self._add_arguments(slot, arguments, updates)
+        self._start_ready(updates)
 
-    def _flush(self, slot: _Slot, updates: list, final: bool) -> None:
-        if not slot.started and (final or (slot.wire_id and slot.name)):
-            slot.id = slot.wire_id
-            if not slot.id:
-                self._quirk("tool call without id")
-                slot.id = f"call_{slot.index}"
-            taken = {other.id for other in self._slots if other.started}
-            if slot.id in taken:
-                # Two calls with one id would make their results ambiguous, and
-                # strict providers refuse such a history.
-                unique = f"{slot.id}_{slot.index}"
-                while unique in taken:
-                    unique += "_"
-                self._quirk(f"duplicate tool call id {slot.id!r} (renamed {unique!r})")
-                slot.id = unique
-            slot.started = True
-            updates.append(ToolCallStart(slot.id, slot.name, slot.index))
+    def _slot_for(self, index: int | None, call_id: str, name: str) -> _Slot:
+        if index is not None:
+            slot = self._by_index.get(index)
+            if slot is None:
+                if index != len(self._slots):
+                    self._quirk(f"tool call index {index} where {len(self._slots)} was expected")
+                slot = self._by_index[index] = self._open(index)
+            elif call_id and slot.wire_id and call_id != slot.wire_id:
+                for other in self._slots:
+                    if other.wire_id == call_id:
+                        return other
+                if name:  # a new call on an index already used (Ollama: all on 0)
+                    self._quirk(f"a second tool call on index {index}")
+                    slot = self._by_index[index] = self._open(len(self._slots))
+            return slot
+        self._quirk("tool call without index")
+        last = self._slots[-1] if self._slots else None
+        if call_id:
+            for slot in self._slots:
+                if slot.wire_id == call_id:
+                    return slot
+            # The id of a call whose header came in pieces; but a call that already
+            # has its name and arguments is whole, and a new id after it is a new call.
+            if last is not None and not last.wire_id and not (last.name and last.arguments):
+                return last
+            return self._open(len(self._slots))
+        return last if last is not None else self._open(0)
+
+    def _open(self, index: int) -> _Slot:
+        slot = _Slot(index)
+        self._slots.append(slot)
+        return slot
+
+    def _add_arguments(self, slot: _Slot, fragment: str, updates: list) -> None:
+        slot.arguments.append(fragment)
         if slot.started:
-            for fragment in slot.arguments[slot.sent:]:
-                updates.append(ToolCallArgs(slot.id, fragment))
-            slot.sent = len(slot.arguments)
+            updates.append(ToolCallArgs(slot.id, fragment))
+        else:
+            slot.waiting.append(fragment)
+
+    def _start_ready(self, updates: list, final: bool = False) -> None:
+        """Announce, in slot order, every slot that knows its id and name (every
+        slot, when ``final``); a slot never starts before an earlier one."""
+        while self._started < len(self._slots):
+            slot = self._slots[self._started]
+            if not (final or (slot.wire_id and slot.name)):
+                return
+            slot.id = self._unique_id(slot)
+            self._taken.add(slot.id)
+            slot.started = True
+            self._started += 1
+            updates.append(ToolCallStart(slot.id, slot.name, slot.index))
+            updates.extend(ToolCallArgs(slot.id, fragment) for fragment in slot.waiting)
+            slot.waiting = []
+
+    def _unique_id(self, slot: _Slot) -> str:
+        # Two calls with one id would make their results ambiguous, and strict
+        # providers refuse such a history, also across turns (SPEC §6).
+        taken = self._taken
+        if not slot.wire_id:
+            self._quirk("tool call without id")
+            number = slot.index
+            while f"call_{number}" in taken:
+                number += 1
+            return f"call_{number}"
+        if slot.wire_id not in taken:
+            return slot.wire_id
+        unique, number = f"{slot.wire_id}_{slot.index}", 1
+        while unique in taken:
+            number += 1
+            unique = f"{slot.wire_id}_{slot.index}_{number}"
+        self._quirk(f"duplicate tool call id {slot.wire_id!r} (renamed {unique!r})")
+        return unique
 
     # -- end of the turn -------------------------------------------------------------
 
@@ -327,8 +458,11 @@ class ChunkAssembler:
         """End the turn. ``saw_done`` (bool): whether ``data: [DONE]`` arrived.
 
         Returns ``ToolCallEnd`` for each call in order, then ``Finish`` with the
-        turn's finish reason (``TOOL_CALLS`` whenever calls were made, unless the turn
-        was cut by ``length``), usage, and the assembled assistant message.
+        turn's finish reason, usage, and the assembled assistant message
+        (``Finish.message``). The reason is ``TOOL_CALLS`` whenever calls were made,
+        unless the turn was cut by ``length`` or ``content_filter``: then the reason
+        stays and the message keeps its text only, so those calls never run (R14). A
+        turn with neither text nor calls has content ``""``, never ``null``.
 
         Raises ``IncompleteStreamError`` when neither a finish reason nor ``[DONE]``
         arrived: the connection dropped mid-turn.
@@ -343,18 +477,18 @@ class ChunkAssembler:
         updates: list[AgentResponseUpdate] = []
         for slot in self._slots:
             if not slot.arguments:
-                slot.arguments.append("{}")
-            self._flush(slot, updates, final=True)
+                self._add_arguments(slot, "{}", updates)
+            self._start_ready(updates, final=True)
             updates.append(ToolCallEnd(slot.id))
         if self._raw_finish is None:
             self._quirk("no finish_reason")
         reason = _FINISH_REASONS.get(self._raw_finish or "stop", FinishReason.STOP)
-        if self._slots and reason is not FinishReason.LENGTH:
+        if self._slots and reason not in _CUT_SHORT:
             if reason is not FinishReason.TOOL_CALLS and self._raw_finish is not None:
                 self._quirk(f"finish_reason {self._raw_finish!r} although tools were called")
             reason = FinishReason.TOOL_CALLS
         self.finish_reason = reason
-        calls = self.tool_calls
+        calls = self.tool_calls if reason is FinishReason.TOOL_CALLS else []
         # A turn with neither text nor calls is "" rather than null: several providers
         # refuse an assistant message whose content is null without tool calls (SPEC §6).
         content = self.text or (None if calls else "")
@@ -366,7 +500,7 @@ class ChunkAssembler:
 def error_from_body(body, fallback: str, status: int | None = None) -> ProviderError:
     """A ``ProviderError`` from a provider's JSON error body (``{"error": {...}}``,
     ``{"error": "text"}`` or ``{"message": ...}``), keeping its message and code."""
-    error = body.get("error") or body if isinstance(body, dict) else body
+    error = (body.get("error") or body) if isinstance(body, dict) else body
     if isinstance(error, dict):
         message = error.get("message") or error.get("msg") or fallback
         code = error.get("code") or error.get("type")
@@ -378,57 +512,85 @@ def error_from_body(body, fallback: str, status: int | None = None) -> ProviderE
 _raw_decode = json.JSONDecoder().raw_decode
 
 
+def _decode(data: str, number: int):
+    """The JSON value of one event's data; ``ProviderError`` naming the event when
+    it is not JSON, or nested too deeply for Python's recursive decoder."""
+    if data[:1].isspace():
+        data = data.lstrip()
+    try:
+        value, end = _raw_decode(data)  # json.loads minus its wrappers: this is hot
+        if end != len(data) and data[end:].strip():
+            raise ValueError("extra data after the JSON value")
+    except ValueError:
+        raise ProviderError(f"malformed stream event {number}: not JSON: "
+                            f"{data[:200]!r}") from None
+    except RecursionError:
+        raise ProviderError(f"malformed stream event {number}: JSON nested too deeply "
+                            f"to decode: {data[:200]!r}") from None
+    return value
+
+
+def _until_broken(chunks: Iterable[bytes], assembler: ChunkAssembler) -> Iterator[bytes]:
+    """``chunks``, ending quietly when the connection breaks or stalls after the
+    finish reason arrived (SPEC §6: a finished turn is complete)."""
+    try:
+        yield from chunks
+    except (IncompleteStreamError, ProviderTimeoutError) as exc:
+        if not assembler.finish_reason_seen:
+            raise
+        assembler._quirk(f"the connection failed after the finish_reason ({exc.message})")
+
+
 def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = None
                    ) -> Iterator[AgentResponseUpdate]:
     """The updates of one streamed model turn, from the raw bytes of its SSE body
     (an iterable of byte chunks of any size), yielded as soon as their bytes are in.
 
     ``data: [DONE]`` ends the turn even if more bytes follow. Raises ``ProviderError``
-    for an ``event: error``, an ``error`` object, or data that is not a JSON object
-    (naming the event, its data cut to 200 characters), and ``IncompleteStreamError``
-    when the bytes end mid-turn (SPEC §6). Pass your own ``assembler`` to read its
-    ``quirks`` and totals afterwards.
+    for an ``event: error``, an ``error`` object, data that is not a JSON object or
+    has a field of the wrong shape (naming the event, its data cut to 200
+    characters), and ``IncompleteStreamError`` when the bytes end mid-turn (SPEC §6).
+    When ``chunks`` raises ``IncompleteStreamError`` or ``ProviderTimeoutError`` (a
+    broken or silent connection) after the finish reason arrived, the turn is
+    complete and ends normally. Pass your own ``assembler`` to read its ``quirks``
+    and totals afterwards, or to give it the conversation's ids.
     """
     assembler = assembler if assembler is not None else ChunkAssembler()
     saw_done = False
     feed = assembler.feed
-    for number, event in enumerate(iter_events(chunks), 1):
+    for number, event in enumerate(iter_events(_until_broken(chunks, assembler)), 1):
         if event.type == "error":
             try:
                 body = json.loads(event.data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 body = event.data[:200]
             raise error_from_body(body, "the provider sent an error event")
         if event.data == "[DONE]":
             saw_done = True
             break
-        data = event.data
-        if data[:1].isspace():
-            data = data.lstrip()
-        try:
-            chunk, end = _raw_decode(data)  # json.loads minus its wrappers: this is hot
-            if end != len(data) and data[end:].strip():
-                raise ValueError("extra data after the JSON value")
-        except ValueError:
-            raise ProviderError(f"malformed stream event {number}: not JSON: "
-                                f"{data[:200]!r}") from None
-        yield from feed(chunk)
+        yield from feed(_decode(event.data, number))
     yield from assembler.finish(saw_done)
 
 
 def completion_updates(body: dict, assembler: ChunkAssembler | None = None
                        ) -> list[AgentResponseUpdate]:
     """The same updates as a stream would give, from a non-streaming
-    ``chat.completion`` response body (dict)."""
+    ``chat.completion`` response body (dict). Raises ``ProviderError`` for an error
+    body, and for a field of the wrong shape (naming it)."""
     assembler = assembler if assembler is not None else ChunkAssembler()
-    if not isinstance(body, dict) or body.get("error"):
+    assembler._body = True
+    if isinstance(body, dict) and body.get("error"):
         raise error_from_body(body, "the provider answered with an error")
-    choices = body.get("choices") or []
+    body = assembler._object(body, "the body", optional=False)
     chunk_choices = []
-    for choice in choices[:1]:
-        message = dict(choice.get("message") or {})
-        message["tool_calls"] = [{**call, "index": position} for position, call
-                                 in enumerate(message.get("tool_calls") or [])]
+    for choice in assembler._list(body.get("choices"), "choices")[:1]:
+        choice = assembler._object(choice, "choices[0]", optional=False)
+        message = dict(assembler._object(choice.get("message"), "choices[0].message"))
+        calls = assembler._list(message.get("tool_calls"), "choices[0].message.tool_calls")
+        message["tool_calls"] = [
+            {**assembler._object(call, f"choices[0].message.tool_calls[{position}]",
+                                 optional=False), "index": position}
+            for position, call in enumerate(calls)]
         chunk_choices.append({"index": 0, "delta": message,
                               "finish_reason": choice.get("finish_reason")})
     updates = assembler.feed({"choices": chunk_choices, "usage": body.get("usage")})

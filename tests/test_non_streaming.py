@@ -42,8 +42,9 @@ def test_the_request_asks_for_one_json_response():
 
 
 def test_text_reasoning_and_usage_become_the_same_updates():
+    """SPEC §6: the reasoning update comes before the text of the same message."""
     updates, _ = run(completion("Hello.", reasoning="Greet back."), stream=False)
-    assert updates == [TextDelta("Hello."), ReasoningDelta("Greet back."),
+    assert updates == [ReasoningDelta("Greet back."), TextDelta("Hello."),
                        Finish(FinishReason.STOP, Usage(20, 8, 28))]
 
 
