@@ -147,6 +147,11 @@ class ChunkAssembler:
         return [ToolCall(s.id, s.name, str(s.arguments), dict(s.extra)) for s in self._slots]
 
     @property
+    def chunk_count(self) -> int:
+        """How many chunks were fed so far."""
+        return self._chunks
+
+    @property
     def finish_reason_seen(self) -> bool:
         """Whether a ``finish_reason`` arrived: from then on the turn is complete,
         whatever happens to the connection (SPEC §6)."""

@@ -13,7 +13,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
-from .assembler import completion_updates, error_from_body, stream_updates
+from .assembler import ChunkAssembler, completion_updates, error_from_body, stream_updates
 from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from .profiles import Profile, resolve_profile
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
@@ -137,18 +137,21 @@ class OpenAIChatClient:
                 ``[DONE]``.
         """
         body = self.build_request(messages, options, tools)
+        # SPEC §6: a call id of this turn never repeats one of the conversation
+        assembler = ChunkAssembler(_ids_in(messages))
         response, chunks = self._open(body)
         try:
             try:
                 if not self.stream or _is_json(response):
                     # Non-streaming mode, or a server that ignored "stream": true.
-                    yield from completion_updates(self._json(chunks))
+                    yield from completion_updates(self._json(chunks), assembler)
                 else:
-                    yield from stream_updates(chunks)
+                    yield from stream_updates(chunks, assembler)
             except ProviderError as exc:
                 message = self._scrub(exc.message)
                 kind = response.headers.get("Content-Type", "")
-                if isinstance(exc, IncompleteStreamError) and "event-stream" not in kind:
+                if (isinstance(exc, IncompleteStreamError) and assembler.chunk_count == 0
+                        and "event-stream" not in kind):
                     message = (f"{self.url} did not answer with an event stream "
                                f"(Content-Type: {kind or 'none'}); is it an OpenAI-compatible "
                                "chat-completions endpoint?")
@@ -161,41 +164,52 @@ class OpenAIChatClient:
     def _open(self, body: dict) -> tuple["requests.Response", Iterator[bytes]]:
         """POST ``body``; return the response and an iterator over its body bytes whose
         first chunk has already arrived. Failures before that first byte (connection,
-        HTTP 429 and 5xx, a broken or silent response) are retried up to
-        ``max_retries`` times with exponential backoff and jitter, honouring
-        ``Retry-After``; after it nothing is retried, because updates may already
-        have reached the caller."""
+        HTTP 408, 409, 429 and 5xx, a response broken, silent or empty before its
+        first byte) are retried up to ``max_retries`` times with exponential backoff
+        and jitter, honouring ``retry-after-ms`` and ``Retry-After`` (SPEC §6); after
+        it nothing is retried, because updates may already have reached the caller.
+
+        One loop holds every retry: urllib3's ``Retry`` ends where the response
+        headers arrive (three of these failures come later), clamps a long
+        ``Retry-After`` and sleeps it where this client must name it, and knows no
+        ``retry-after-ms``. Its parser of ``Retry-After`` values is used."""
         attempt = 0
         while True:
-            retry_after = None
+            headers: dict = {}
             try:
                 response = self._post(body)
                 chunks = self._read(response)
                 first = next(chunks, b"")
-                return response, itertools.chain([first], chunks)
+                if first:
+                    return response, itertools.chain([first], chunks)
+                response.close()
+                error = ProviderError(
+                    f"{self.url} answered HTTP {response.status_code} with an empty body; "
+                    "is it an OpenAI-compatible chat-completions endpoint?")
             except _Retryable as exc:
-                error, retry_after = exc.error, exc.retry_after
+                error, headers = exc.error, exc.headers
             except (ProviderTimeoutError, IncompleteStreamError) as exc:
                 error = exc
             except ProviderError as exc:
                 if exc.status is not None:
                     raise
                 error = exc  # could not connect
-            if attempt >= self.max_retries:
-                raise error
-            delay = self._backoff(attempt, retry_after)
-            if delay is None:
-                raise error
-            attempt += 1
-            self._sleep(delay)
+            asked = _asked_wait(headers)
+            if attempt < self.max_retries and (asked is None or asked[0] <= MAX_RETRY_WAIT):
+                attempt += 1
+                self._sleep(asked[0] if asked else self._backoff(attempt - 1))
+                continue
+            if asked is not None:
+                seconds, header = asked
+                longer = (f", longer than this client waits (MAX_RETRY_WAIT = "
+                          f"{MAX_RETRY_WAIT:g} s)" if seconds > MAX_RETRY_WAIT else "")
+                error = type(error)(f"{error.message.rstrip('.')}; the server asked to wait "
+                                    f"{seconds:g} s before a retry ({header}){longer}",
+                                    status=error.status, code=error.code)
+            raise error
 
-    def _backoff(self, attempt: int, retry_after: str | None) -> float | None:
-        """Seconds to wait before retry ``attempt + 1``; ``None`` when the server asks
-        for a longer wait than ``MAX_RETRY_WAIT``."""
-        if retry_after:
-            wait = _parse_retry_after(retry_after)
-            if wait is not None:
-                return wait if wait <= MAX_RETRY_WAIT else None
+    def _backoff(self, attempt: int) -> float:
+        """Seconds to wait before retry ``attempt + 1`` when the server named no wait."""
         import random
         return self.retry_backoff * (2 ** attempt) * random.uniform(0.5, 1.0)
 
@@ -228,8 +242,8 @@ class OpenAIChatClient:
                 error = self._http_error(response)
             finally:
                 response.close()
-            if response.status_code == 429 or response.status_code >= 500:
-                raise _Retryable(error, response.headers.get("Retry-After"))
+            if response.status_code in (408, 409, 429) or response.status_code >= 500:
+                raise _Retryable(error, response.headers)
             raise error
         return response
 
@@ -237,12 +251,14 @@ class OpenAIChatClient:
         import requests
         status = response.status_code
         try:
-            text = response.content.decode("utf-8", "replace")
+            content = response.content
         except requests.RequestException:
-            text = ""
-        try:
-            error = error_from_body(json.loads(text), response.reason or "error", status)
-        except ValueError:
+            content = b""
+        parsed = _error_body(content)
+        if parsed is not None:
+            error = error_from_body(parsed, response.reason or "error", status)
+        else:
+            text = content.decode("utf-8", "replace")
             error = ProviderError(text[:200] or response.reason or "error", status=status)
         message = self._scrub(error.message)
         stop = "" if message.endswith(".") else "."
@@ -291,40 +307,82 @@ class OpenAIChatClient:
 
 
 class _Retryable(Exception):
-    def __init__(self, error: ProviderError, retry_after: str | None):
-        self.error, self.retry_after = error, retry_after
+    def __init__(self, error: ProviderError, headers):
+        self.error, self.headers = error, headers
 
 
 def _is_json(response: "requests.Response") -> bool:
     return response.headers.get("Content-Type", "").split(";")[0].strip() == "application/json"
 
 
-def _parse_retry_after(value: str) -> float | None:
-    """Seconds from a ``Retry-After`` value: delta-seconds or an HTTP date
-    (RFC 9110 §10.2.3); ``None`` when it is neither."""
-    import email.utils
-    value = value.strip()
+def _ids_in(messages: Sequence[ChatMessage]) -> set[str]:
+    """Every tool call id (str) the conversation already uses."""
+    ids = {m.tool_call_id for m in messages if isinstance(m.tool_call_id, str)}
+    ids.update(c.id for m in messages for c in m.tool_calls if isinstance(c.id, str))
+    return ids
+
+
+def _asked_wait(headers) -> tuple[float, str] | None:
+    """The wait (seconds) a response asked for before a retry, and the header that
+    asked: ``retry-after-ms`` (milliseconds, as OpenAI sends) before ``Retry-After``
+    (delta-seconds or an HTTP date, RFC 9110 §10.2.3); ``None`` when neither is valid."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            seconds = float(millis) / 1000
+        except ValueError:
+            seconds = -1.0
+        if 0 <= seconds < float("inf"):
+            return seconds, f"retry-after-ms: {millis.strip()}"
+    value = headers.get("Retry-After")
+    if value:
+        from urllib3.exceptions import InvalidHeader
+        from urllib3.util import Retry
+        try:
+            return float(Retry().parse_retry_after(value)), f"Retry-After: {value.strip()}"
+        except InvalidHeader:
+            pass
+    return None
+
+
+def _error_body(content: bytes):
+    """The JSON value of an HTTP error body, also when it is framed as SSE
+    (``data: {"error": …}``, as LiteLLM's proxy sends); ``None`` when it is neither."""
     try:
-        return max(0.0, float(value))
-    except ValueError:
+        return json.loads(content)
+    except (ValueError, RecursionError):
         pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    from .sse import SSEParser
+    parser = SSEParser()
+    for event in parser.feed(content + b"\n\n"):
+        try:
+            return json.loads(event.data)
+        except (ValueError, RecursionError):
+            return None
+    return None
 
 
 def _reason(exc: BaseException) -> str:
     """The innermost cause of a requests/urllib3 exception, in a few words."""
-    seen = exc
-    while True:
-        inner = getattr(seen, "reason", None) or (seen.args[0] if seen.args else None)
-        if isinstance(inner, BaseException) and inner is not seen:
-            seen = inner
+    import http.client
+    import urllib3.exceptions
+    causes, stack = [], [exc]
+    while stack:  # the chain through .reason, .args, __cause__ and __context__
+        seen = stack.pop()
+        if any(seen is known for known in causes):
             continue
-        break
-    text = str(seen)
-    if "Connection refused" in text or isinstance(seen, ConnectionRefusedError):
-        return "connection refused"
-    return text.split(": ", 1)[-1][:200]
+        causes.append(seen)
+        stack.extend(inner for inner in (getattr(seen, "reason", None), seen.__cause__,
+                                         seen.__context__, *seen.args)
+                     if isinstance(inner, BaseException))
+    for cause in causes:
+        if isinstance(cause, ConnectionRefusedError) or "Connection refused" in str(cause):
+            return "connection refused"
+        if isinstance(cause, ConnectionResetError):
+            return "the server reset the connection"
+        if isinstance(cause, (http.client.IncompleteRead, urllib3.exceptions.IncompleteRead,
+                              urllib3.exceptions.InvalidChunkLength)):
+            return "the server closed the connection before the end of the body"
+        if isinstance(cause, http.client.RemoteDisconnected):
+            return "the server closed the connection without a response"
+    return str(causes[-1]).split(": ", 1)[-1][:200]

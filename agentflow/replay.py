@@ -14,6 +14,8 @@ background thread; this is test tooling, the library itself uses no threads.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from dataclasses import dataclass, field
@@ -31,6 +33,12 @@ class Reply:
     ``headers``: extra response headers (dict).
     ``drop``: close the connection without any response, as a crashed server or a
     broken proxy does.
+    ``raw``: bytes written to the socket as they are (status line, headers and body
+    all written by the caller) instead of a response built from the fields above,
+    for framing no well-behaved server sends (a chunked body cut short, a status
+    line alone).
+    ``reset``: end the connection with a TCP reset (RST) instead of a clean close,
+    after the body (or ``raw``) was written.
     """
 
     body: bytes | str = b""
@@ -40,6 +48,8 @@ class Reply:
     delay: float = 0.0
     headers: dict = field(default_factory=dict)
     drop: bool = False
+    raw: bytes | None = None
+    reset: bool = False
 
 
 @dataclass
@@ -139,6 +149,9 @@ class ReplayServer:
                 if reply.drop:
                     self.close_connection = True
                     return
+                if reply.raw is not None:
+                    self._write([reply.raw], reply)
+                    return
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 for name, value in reply.headers.items():
@@ -147,7 +160,9 @@ class ReplayServer:
                 # streaming provider's does.
                 self.send_header("Connection", "close")
                 self.end_headers()
-                pieces = reply.chunks if reply.chunks is not None else [reply.body]
+                self._write(reply.chunks if reply.chunks is not None else [reply.body], reply)
+
+            def _write(self, pieces, reply: Reply):
                 try:
                     for piece in pieces:
                         if reply.delay:
@@ -157,6 +172,11 @@ class ReplayServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client stopped reading, as it may
                 self.close_connection = True
+                if reply.reset:
+                    # SO_LINGER with a zero timeout makes close() send RST, not FIN
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                               struct.pack("ii", 1, 0))
+                    self.connection.close()
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
