@@ -59,7 +59,7 @@ class SSEParser:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._at_start = True        # the BOM check has not happened yet
         self._after_cr = False       # the previous text ended in CR; a leading LF pairs with it
-        self._partial = ""           # text after the last line ending
+        self._partial: list[str] = []  # text after the last line ending, in pieces
         self._data: list[str] = []   # the data lines of the event being built
         self._type = ""
         self.last_event_id = ""
@@ -75,7 +75,7 @@ class SSEParser:
         belongs to never got its blank line, so it is discarded (WHATWG: "once the end
         of the file is reached, any pending data must be discarded"). Returns ``[]``."""
         self._feed_text(self._decoder.decode(b"", final=True))
-        self._partial = ""
+        self._partial = []
         self._data = []
         self._type = ""
         return []
@@ -95,10 +95,16 @@ class SSEParser:
             self._after_cr = text[-1] == "\r"
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         if "\n" not in text:
-            self._partial += text
+            # One huge event arrives in many reads: keep the pieces and join them once
+            # its line ends, so its cost stays linear in its size.
+            self._partial.append(text)
             return []
-        lines = (self._partial + text).split("\n")
-        self._partial = lines.pop()
+        if self._partial:
+            self._partial.append(text)
+            text = "".join(self._partial)
+        lines = text.split("\n")
+        last = lines.pop()
+        self._partial = [last] if last else []
         events: list[ServerSentEvent] = []
         data = self._data
         for line in lines:
