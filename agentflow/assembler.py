@@ -237,8 +237,9 @@ class ChunkAssembler:
         already returned by then.
         """
         self._chunks += 1
-        # Fast path for the chunk that is nearly all of a stream: one choice whose
-        # delta is a bit of text. It must agree with _chunk (a test proves it does).
+        # Fast paths for the chunks that are nearly all of a stream: one choice whose
+        # delta is a bit of text, or a fragment of a started call's arguments. They
+        # must agree with _chunk (tests/test_stream_faults.py proves they do).
         if type(chunk) is dict:
             choices = chunk.get("choices")
             if (type(choices) is list and len(choices) == 1 and chunk.get("usage") is None
@@ -247,13 +248,35 @@ class ChunkAssembler:
                 delta = choice.get("delta") if type(choice) is dict else None
                 if type(delta) is dict and len(delta) == 1 and choice.get("finish_reason") is None:
                     index = choice.get("index", 0)
-                    content = delta.get("content")
-                    if index == 0 and type(index) is int and type(content) is str:
-                        if not content:
-                            return []
-                        self._text.append(content)
-                        return [TextDelta(content)]
+                    if index == 0 and type(index) is int:
+                        content = delta.get("content")
+                        if type(content) is str:
+                            if not content:
+                                return []
+                            self._text.append(content)
+                            return [TextDelta(content)]
+                        update = self._arguments_fast(delta.get("tool_calls"))
+                        if update is not None:
+                            return [update]
         return self._chunk(chunk)
+
+    def _arguments_fast(self, calls) -> ToolCallArgs | None:
+        """The update of a delta that is only ``[{"index": i, "function":
+        {"arguments": "…"}}]`` for a started call; ``None`` for anything else."""
+        if type(calls) is not list or len(calls) != 1:
+            return None
+        call = calls[0]
+        if type(call) is not dict or len(call) != 2:
+            return None
+        function, index = call.get("function"), call.get("index")
+        if type(function) is not dict or len(function) != 1 or type(index) is not int:
+            return None
+        fragment = function.get("arguments")
+        slot = self._by_index.get(index)
+        if type(fragment) is not str or not fragment or slot is None or not slot.started:
+            return None
+        slot.arguments.append(fragment)
+        return ToolCallArgs(slot.id, fragment)
 
     def _chunk(self, chunk) -> list[AgentResponseUpdate]:
         if type(chunk) is not dict:
