@@ -484,6 +484,21 @@ def test_a_cut_short_turn_keeps_its_reason_and_its_message_has_no_calls(server, 
     assert finish.message.to_openai() == {"role": "assistant", "content": "Let me"}
 
 
+def test_the_calls_of_a_filtered_turn_never_run(make_agent):
+    """R14 end to end: the run ends with CONTENT_FILTER, the tool never ran, and the
+    session keeps the turn's text without its calls."""
+    remover = Recorder("rm")
+    body = sse(delta({"content": "Let me"}),
+               calls({"index": 0, "id": "c1", "function": {"name": "rm", "arguments": "{}"}}),
+               delta({}, "content_filter"), "[DONE]")
+    agent, _ = make_agent([body], tools=[remover])
+    session = AgentSession()
+    updates = list(agent.run("clean up", session))
+    assert finish_of(updates).finish_reason is FinishReason.CONTENT_FILTER
+    assert remover.invocations == []
+    assert session.messages[-1].to_openai() == {"role": "assistant", "content": "Let me"}
+
+
 def test_a_filtered_turn_without_text_is_stored_with_empty_content(server):
     body = sse(calls({"index": 0, "id": "c1", "function": {"name": "rm", "arguments": "{}"}}),
                delta({}, "content_filter"), "[DONE]")
