@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import decode  # noqa: E402
+import linear  # noqa: E402
 import loop_only  # noqa: E402
 import memory  # noqa: E402
 import peers  # noqa: E402
@@ -181,6 +182,14 @@ def main() -> int:
               "steps per second is writes over the time spent writing. Target: the "
               "write-ahead record under 1 ms per tool call with SQLite.", ""]
     lines += stores.table(stores.main())
+
+    print("linear time ...", flush=True)
+    lines += ["", "## 8. Linear time", "",
+              "Issue 12: assembly is linear in the size of the body (SPEC §6). A tool call "
+              "whose arguments come in 8-character deltas, in OpenAI's own chunk format, "
+              "through `ChatClientAgent.run` over loopback; one huge text event through "
+              "`OpenAIChatClient.run`. Bodies are generated while sent (bench/linear.py).",
+              ""] + linear.report(linear.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]
