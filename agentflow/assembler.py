@@ -506,8 +506,8 @@ class ChunkAssembler:
         for slot in self._slots:
             if not slot.arguments:
                 self._add_arguments(slot, "{}", updates)
-            self._start_ready(updates, final=True)
-            updates.append(ToolCallEnd(slot.id))
+        self._start_ready(updates, final=True)
+        updates.extend(ToolCallEnd(slot.id) for slot in self._slots)
         if self._raw_finish is None:
             self._quirk("no finish_reason")
         reason = _FINISH_REASONS.get(self._raw_finish or "stop", FinishReason.STOP)

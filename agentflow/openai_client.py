@@ -45,10 +45,13 @@ class OpenAIChatClient:
         stream: ``True`` (default) streams with SSE; ``False`` asks for one JSON
             response, for endpoints that cannot stream, and yields the same updates.
         max_retries: how often a call that failed before its first body byte is
-            retried (connection failure, timeout, HTTP 429 or 5xx); default 2.
+            retried (connection failure or reset, timeout, an empty body, HTTP 408,
+            409, 429 or 5xx); default 2.
         retry_backoff: seconds before the first retry, doubled for each next one and
-            scaled by a random factor in [0.5, 1); a ``Retry-After`` header (seconds
-            or HTTP date, at most ``MAX_RETRY_WAIT``) takes precedence.
+            scaled by a random factor in [0.5, 1). A wait the server asks for takes
+            precedence: ``retry-after-ms`` (milliseconds), else ``Retry-After``
+            (seconds or an HTTP date); one longer than ``MAX_RETRY_WAIT`` seconds is
+            not slept but named in the error (SPEC §6).
         profile: the provider profile (``agentflow.profiles``) that builds the
             request's messages from the stored ones: a name (``"openai"``,
             ``"deepseek"``, ``"gemini"``, ``"mistral"``, ``"groq"``) or a ``Profile``;
@@ -127,14 +130,18 @@ class OpenAIChatClient:
         ``TOOL_CALLS`` (the decorator removes that one, SPEC R9).
 
         Raises:
-            ProviderError: HTTP 4xx/5xx (status, provider code and message), connection
-                failure (URL and a hint), malformed SSE or chunk JSON (the event, cut
-                to 200 characters), an ``error`` object or ``event: error`` in the
-                stream (after the updates before it).
+            ProviderError: HTTP 4xx/5xx (status, provider code and message, also
+                from an error body framed as SSE), connection failure (URL and a
+                hint), malformed SSE or chunk JSON (the event, cut to 200 characters),
+                a chunk field of the wrong shape (the event and the field), an
+                ``error`` object or ``event: error`` in the stream (after the updates
+                before it).
             ProviderTimeoutError: connecting took longer than ``connect_timeout`` or
-                the stream was silent for longer than ``read_timeout`` (seconds).
-            IncompleteStreamError: the stream ended with neither a finish reason nor
-                ``[DONE]``.
+                the stream was silent for longer than ``read_timeout`` (seconds)
+                before the turn's finish reason arrived.
+            IncompleteStreamError: the stream ended, or the connection broke, with
+                neither a finish reason nor ``[DONE]``. After the finish reason the
+                turn is complete whatever the connection does (SPEC §6).
         """
         body = self.build_request(messages, options, tools)
         # SPEC §6: a call id of this turn never repeats one of the conversation
