@@ -552,7 +552,8 @@ GOOD = chat_stream("fine")
     Reply(raw=b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n", reset=True),
     Reply(b""),
     Reply(b"", content_type="application/json"),
-    Reply(raw=b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n\r\n"),
+    Reply(raw=b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 0\r\n"
+              b"Connection: close\r\n\r\n"),
 ], ids=["reset-after-status-line", "reset-after-headers", "empty-200", "empty-200-json",
         "content-length-0"])
 def test_failures_before_the_first_body_byte_are_retried(bad):
