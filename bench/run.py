@@ -188,7 +188,7 @@ def main() -> int:
               "Issue 12: assembly is linear in the size of the body (SPEC §6). A tool call "
               "whose arguments come in 8-character deltas, in OpenAI's own chunk format, "
               "through `ChatClientAgent.run` over loopback; one huge text event through "
-              "`OpenAIChatClient.run`. Bodies are generated while sent (bench/linear.py).",
+              "`OpenAIChatClient.run` (bench/linear.py).",
               ""] + linear.report(linear.main())
 
     if failures:
