@@ -10,6 +10,7 @@ from .agent import ChatClientAgent, Context, ContextProvider
 from .errors import AgentflowError, ApprovalError, ProviderError, SessionError
 from .function_invoking import FunctionInvokingChatClient
 from .openai_client import OpenAIChatClient
+from .policy import ApprovalPolicy
 from .session import AgentSession
 from .tools import ApprovalRequiredTool, FunctionTool, Tool, tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
@@ -29,7 +30,7 @@ __all__ = [
     "AgentResponseUpdate", "TextDelta", "ReasoningDelta", "ToolCallStart", "ToolCallArgs",
     "ToolCallEnd", "ToolResult", "ToolApprovalRequest", "Finish", "FinishReason",
     # answering approvals
-    "ToolApprovalResponse",
+    "ToolApprovalResponse", "ApprovalPolicy",
     # tools
     "Tool", "FunctionTool", "ApprovalRequiredTool", "tool",
     # errors

@@ -83,20 +83,27 @@ class ChatClientAgent:
         options: the default ``AgentRunOptions`` of every run.
         approval_ttl: seconds an approval request stays valid (``None``: forever); a
             later answer counts as a rejection with reason ``approval expired``.
+        policy: an ``agentflow.policy.ApprovalPolicy`` or a list of them, in layer
+            order, after a run's own policy and the session's grants (SPEC R19).
+
+    Raises:
+        PolicyError: a policy rule that can never match the tools (R19).
     """
 
     def __init__(self, chat_client, *, instructions: str | None = None,
                  tools: Iterable = (), context_providers: Iterable[ContextProvider] = (),
-                 options: AgentRunOptions | None = None, approval_ttl: float | None = None):
+                 options: AgentRunOptions | None = None, approval_ttl: float | None = None,
+                 policy=None):
         if isinstance(chat_client, FunctionInvokingChatClient):
-            if list(tools) or approval_ttl is not None:
-                raise ValueError("give tools and approval_ttl to the "
+            if list(tools) or approval_ttl is not None or policy is not None:
+                raise ValueError("give tools, approval_ttl and policy to the "
                                  "FunctionInvokingChatClient, not to the agent, when you "
                                  "pass one")
             self.chat_client = chat_client
         else:
             self.chat_client = FunctionInvokingChatClient(chat_client, tools,
-                                                          approval_ttl=approval_ttl)
+                                                          approval_ttl=approval_ttl,
+                                                          policy=policy)
         self.instructions = instructions
         self.context_providers = list(context_providers)
         self.options = options or AgentRunOptions()

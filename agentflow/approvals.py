@@ -18,6 +18,14 @@ Then each record is *decided* exactly once (``decide``) and leaves the ledger fo
 audit trail: approved, rejected, expired (``approval_ttl`` passed: a rejection with
 reason ``approval expired``) or unanswered. A second resume with the same responses
 finds no record and no pending call: ``ApprovalError``, nothing runs (SPEC R11, R12).
+
+Decisions taken without a human are in the trail too (``automatic``): a call a policy
+rule allowed, denied or put up for approval, and a call of an approval-requiring tool
+that its predicate let run (R18, R19), each with the rule and the layer that decided
+or the predicate's answer. A call denied at a gate that paused is remembered
+(``denied``) so that the resume answers it ``Rejected: denied by policy (<rule>)``
+without deciding again. The ledger also keeps the session's ``grants``: allow rules
+a human added while approving, each optionally expiring (R19).
 """
 
 from __future__ import annotations
@@ -51,20 +59,57 @@ class Decision(NamedTuple):
 @dataclass
 class PendingApproval:
     """A call waiting for a human. Times are POSIX seconds; ``expires_at`` is ``None``
-    without a TTL."""
+    without a TTL. ``why`` records why it needs approval, decided once at the gate
+    (R18); ``rule`` and ``layer`` name the policy rule that asked, if one did (R19)."""
 
     call_id: str
     tool: str
     digest: str
     issued_at: float
     expires_at: float | None = None
+    why: str | None = None
+    rule: str | None = None
+    layer: str | None = None
+
+
+@dataclass
+class Denial:
+    """A call a policy rule denied at a gate that paused (R19): its resume answers it
+    ``Rejected: denied by policy (<rule>)``."""
+
+    call_id: str
+    tool: str
+    digest: str
+    rule: str
+    layer: str
+
+
+@dataclass
+class SessionGrant:
+    """An allow rule a human granted while approving call ``call_id`` (R19). Times are
+    POSIX seconds; ``expires_at`` is ``None`` for a grant without a TTL."""
+
+    rule: str
+    granted_at: float
+    expires_at: float | None = None
+    approver: str | None = None
+    call_id: str | None = None
+
+    def active(self, now: float) -> bool:
+        """Whether the grant still holds at ``now`` (POSIX seconds)."""
+        return self.expires_at is None or now <= self.expires_at
 
 
 @dataclass
 class AuditRecord:
     """One decision. ``outcome`` is ``approved``, ``rejected``, ``expired`` or
-    ``unanswered``; ``reason`` the rejection reason as sent (or ``None``); ``approver``
-    the response's ``approver`` string; times are UTC ISO 8601 strings."""
+    ``unanswered`` for a human's (or the lack of one), and ``allowed``, ``denied`` or
+    ``asked`` for one taken without a human (R18, R19); ``reason`` the rejection reason
+    as sent (or ``None``); ``approver`` the response's ``approver`` string; times are
+    UTC ISO 8601 strings. ``why`` says why the call needed approval or ran without
+    it; ``rule`` and ``layer`` name the policy rule that decided; ``edited_digest`` is
+    the digest of the arguments a human edited the call to (R20), ``digest`` staying
+    that of the arguments shown; ``grant`` the rule a human granted with the decision."""
 
     call_id: str
     tool: str
@@ -74,6 +119,11 @@ class AuditRecord:
     approver: str | None
     issued_at: str
     decided_at: str
+    why: str | None = None
+    rule: str | None = None
+    layer: str | None = None
+    edited_digest: str | None = None
+    grant: str | None = None
 
 
 @dataclass
@@ -82,14 +132,52 @@ class ApprovalLedger:
 
     pending: list[PendingApproval] = field(default_factory=list)
     audit: list[AuditRecord] = field(default_factory=list)
+    denied: list[Denial] = field(default_factory=list)
+    grants: list[SessionGrant] = field(default_factory=list)
 
-    def issue(self, call: ToolCall, now: float, ttl: float | None = None) -> PendingApproval:
+    def issue(self, call: ToolCall, now: float, ttl: float | None = None,
+              why: str | None = None, rule: str | None = None,
+              layer: str | None = None) -> PendingApproval:
         """Record that ``call`` waits for approval from ``now`` (POSIX seconds) for
-        ``ttl`` seconds (``None``: no expiry)."""
+        ``ttl`` seconds (``None``: no expiry), needing it because of ``why`` (and the
+        policy ``rule`` in ``layer``, when one asked)."""
         record = PendingApproval(call.id, call.name, arguments_digest(call.arguments), now,
-                                 None if ttl is None else now + ttl)
+                                 None if ttl is None else now + ttl, why, rule, layer)
         self.pending = [r for r in self.pending if r.call_id != call.id] + [record]
         return record
+
+    def automatic(self, call: ToolCall, outcome: str, now: float, why: str | None = None,
+                  rule: str | None = None, layer: str | None = None) -> None:
+        """Log a decision taken without a human: ``outcome`` is ``allowed``, ``denied``
+        or ``asked`` (R18, R19)."""
+        moment = utc_iso(now)
+        self.audit.append(AuditRecord(call.id, call.name, arguments_digest(call.arguments),
+                                      outcome, None, None, moment, moment, why, rule, layer))
+
+    def hold_denial(self, call: ToolCall, rule: str, layer: str) -> None:
+        """Remember that a policy denied ``call`` at a gate that paused, for its resume."""
+        self.denied = [d for d in self.denied if d.call_id != call.id] + [
+            Denial(call.id, call.name, arguments_digest(call.arguments), rule, layer)]
+
+    def take_denial(self, call: ToolCall) -> Denial | None:
+        """The held denial of ``call`` (removed from the ledger), or ``None``."""
+        for denial in self.denied:
+            if denial.call_id == call.id and denial.tool == call.name:
+                self.denied.remove(denial)
+                return denial
+        return None
+
+    def grant(self, rule: str, now: float, ttl: float | None = None,
+              approver: str | None = None, call_id: str | None = None) -> SessionGrant:
+        """Add an allow ``rule`` to the session's grants from ``now`` for ``ttl``
+        seconds (``None``: no expiry)."""
+        grant = SessionGrant(rule, now, None if ttl is None else now + ttl, approver, call_id)
+        self.grants.append(grant)
+        return grant
+
+    def active_grants(self, now: float) -> list[SessionGrant]:
+        """The grants that hold at ``now`` (POSIX seconds), oldest first."""
+        return [g for g in self.grants if g.active(now)]
 
     def check(self, pending_calls: list[ToolCall],
               responses: dict[str, ToolApprovalResponse]) -> None:
@@ -106,6 +194,13 @@ class ApprovalLedger:
                 f"the stored history no longer matches the approval record of call(s) "
                 f"{', '.join(edited)} (tool or arguments changed, or the call is gone): "
                 "the session was edited after the run paused. Nothing was executed.", edited)
+        denied = {d.call_id: d for d in self.denied}
+        refused = [i for i in responses if i in denied and i not in records]
+        if refused:
+            raise ApprovalError(
+                f"call(s) {', '.join(refused)} were denied by policy ("
+                f"{'; '.join(denied[i].rule for i in refused)}), so no answer can let them "
+                "run. Nothing was executed.", refused)
         never_asked = [i for i in responses if i not in records]
         if never_asked:
             asked = ", ".join(records) or "none"
@@ -122,13 +217,15 @@ class ApprovalLedger:
                 "arguments. Nothing was executed.", mismatched)
 
     def decide(self, call: ToolCall, response: ToolApprovalResponse | None,
-               now: float) -> Decision:
+               now: float, edited_digest: str | None = None) -> Decision:
         """Consume the record of ``call`` (which must have one) and log the decision.
 
         Args:
             call: the pending ``ToolCall``.
             response: the caller's ``ToolApprovalResponse`` for it, or ``None``.
             now: the time of the decision (POSIX seconds).
+            edited_digest: the digest of the edited arguments the call will run with
+                (R20), if the response edits them.
 
         Returns:
             A ``Decision``; an expired record is a rejection with reason
@@ -144,10 +241,12 @@ class ApprovalLedger:
             outcome, may_run, reason = "approved", True, None
         else:
             outcome, may_run, reason = "rejected", False, response.reason
+        granted = response.grant.rule if may_run and response.grant is not None else None
         self.audit.append(AuditRecord(
             record.call_id, record.tool, record.digest, outcome, reason,
             response.approver if response is not None else None,
-            utc_iso(record.issued_at), utc_iso(now)))
+            utc_iso(record.issued_at), utc_iso(now), record.why, record.rule, record.layer,
+            edited_digest if may_run else None, granted))
         return Decision(may_run, reason)
 
     def awaits(self, call_id: str) -> bool:
@@ -155,27 +254,37 @@ class ApprovalLedger:
         return any(r.call_id == call_id for r in self.pending)
 
     def to_dict(self) -> dict:
-        """JSON-safe form: ``{"pending": [record dicts], "audit": [record dicts]}``."""
-        return {"pending": [asdict(r) for r in self.pending],
+        """JSON-safe form: ``{"pending": [record dicts], "audit": [record dicts]}``, with
+        ``"denied"`` and ``"grants"`` lists when they are not empty."""
+        data = {"pending": [asdict(r) for r in self.pending],
                 "audit": [asdict(r) for r in self.audit]}
+        if self.denied:
+            data["denied"] = [asdict(d) for d in self.denied]
+        if self.grants:
+            data["grants"] = [asdict(g) for g in self.grants]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict | None) -> "ApprovalLedger":
         """The inverse of ``to_dict``; ``None`` gives an empty ledger."""
         data = data or {}
         return cls([PendingApproval(**r) for r in data.get("pending", [])],
-                   [AuditRecord(**r) for r in data.get("audit", [])])
+                   [AuditRecord(**r) for r in data.get("audit", [])],
+                   [Denial(**d) for d in data.get("denied", [])],
+                   [SessionGrant(**g) for g in data.get("grants", [])])
 
 
 def approval_request(call: ToolCall, description: str,
-                     record: PendingApproval | None = None) -> ToolApprovalRequest:
+                     record: PendingApproval | None = None,
+                     why: str | None = None) -> ToolApprovalRequest:
     """The ``ToolApprovalRequest`` a human sees for ``call`` (SPEC R3, §3).
 
     Args:
         call: the ``ToolCall`` waiting for approval.
         description: the tool's description (str).
-        record: its ``PendingApproval``, whose digest the request carries; without one
-            the digest is computed from the call's arguments.
+        record: its ``PendingApproval``, whose digest and ``why`` the request carries;
+            without one the digest is computed from the call's arguments.
+        why: why the call needs approval (str), used when there is no ``record``.
 
     Returns:
         The request; its ``arguments`` are the parsed JSON, or ``None`` when the
@@ -186,4 +295,5 @@ def approval_request(call: ToolCall, description: str,
     except (ValueError, RecursionError):
         arguments = None
     digest = record.digest if record is not None else arguments_digest(call.arguments)
-    return ToolApprovalRequest(call.id, call.name, arguments, description, digest)
+    return ToolApprovalRequest(call.id, call.name, arguments, description, digest,
+                               record.why if record is not None else why)

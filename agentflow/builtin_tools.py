@@ -2,7 +2,9 @@
 approval), read a file and list a folder (both capped in size).
 
 Each tool's ``preview(arguments)`` is what the approval prompt shows besides the
-arguments: the exact command line, or the diff a write would make.
+arguments: the exact command line, or the diff a write would make. Each declares its
+subject for approval policies (SPEC R19): ``run_command`` its command line (a shell
+subject), the file tools their path.
 
 ``run_command`` starts the command in a process group of its own, so that a timeout
 can kill everything it started; the same happens when the run is interrupted (Ctrl-C,
@@ -164,10 +166,14 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         return "".join(diff) or f"(no change to {path})"
 
     made = {
-        "run_command": _Previewed(FunctionTool(run_command), command_preview),
-        "read_file": FunctionTool(read_file, idempotent=True),
-        "list_dir": FunctionTool(list_dir, idempotent=True),
-        "write_file": _Previewed(FunctionTool(write_file), write_preview),
+        "run_command": _Previewed(FunctionTool(run_command, subject="command",
+                                               subject_kind="shell"), command_preview),
+        "read_file": FunctionTool(read_file, idempotent=True, subject="path",
+                                  subject_kind="path"),
+        "list_dir": FunctionTool(list_dir, idempotent=True, subject="path",
+                                 subject_kind="path"),
+        "write_file": _Previewed(FunctionTool(write_file, subject="path",
+                                              subject_kind="path"), write_preview),
     }
     unknown = [n for n in names if n not in made]
     if unknown:

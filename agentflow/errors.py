@@ -87,3 +87,10 @@ class LoopStateError(AgentflowError):
     """An illegal transition of the tool loop's state machine was attempted. This is a
     bug in agentflow (or in a subclass of ``FunctionInvokingChatClient``), never a
     caller error."""
+
+
+class PolicyError(AgentflowError, ValueError):
+    """An approval policy cannot be used (SPEC R19): a file that is not a policy, a
+    rule that cannot be read, or a rule that can never match the tools it is given to
+    (an unknown tool, a pattern on a tool without a subject). Raised when the policy is
+    loaded or meets the tools, never halfway through a run."""

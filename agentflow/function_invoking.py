@@ -29,23 +29,33 @@ table does not list raises ``LoopStateError``::
 
 * **START** (``_start``). The caller's approval responses are checked before anything
   runs: one that names no pending call is an ``ApprovalError`` (SPEC R11), and so is
-  an ambiguous pending turn (R17). Calls of the last tool-call turn without a result
-  mean the previous run paused: resume. Otherwise this run's input joins the prompt.
+  an ambiguous pending turn (R17), edited arguments that do not fit the tool's schema
+  or that a policy denies (R20), and a grant that can never match (R19). Calls of the
+  last tool-call turn without a result mean the previous run paused: resume.
+  Otherwise this run's input joins the prompt.
 * **RESUMING** (``_resume``). Each pending call, in call order: started by an earlier
-  run that never finished → ``Error: interrupted: …`` (R16, below); approved → run;
-  anything else → ``Rejected: <reason>`` (R4, R5, R7). Then the run's input joins the
-  prompt, after those results (R6). That was one round; at ``max_rounds`` the run ends
-  (R8) without calling the model.
+  run that never finished → ``Error: interrupted: …`` (R16, below); approved → run,
+  with the edited arguments if the answer has them (the stored call is rewritten to
+  them, R20), and its grant joins the session (R19); denied by policy at the gate →
+  ``Rejected: denied by policy (<rule>)``; anything else → ``Rejected: <reason>`` (R4,
+  R5, R7). Then the run's input joins the prompt, after those results (R6). That was
+  one round; at ``max_rounds`` the run ends (R8) without calling the model.
 * **CALLING_MODEL** (``_call_model``). One round: stream one model turn, forwarding
   text, reasoning and tool-call updates as they come, but not the provider's
   ``Finish`` (R9). A turn without calls, cut by ``length`` or stopped by the content
   filter (R14), or made while tools are disabled (R13), ends the run.
-* **AT_GATE** (``_gate``), the approval gate: if any called tool requires approval,
-  emit one ``ToolApprovalRequest`` per such call and stop; nothing of that turn runs
-  (R3, R5). The assistant message was already stored, so the pause is a saved state.
-* **INVOKING_TOOLS** (``_invoke_all``). Run every call in order (R2); failures and bad
-  calls become ``Error: …`` results (R13, R14). Then the model again, unless the round
-  limit is reached.
+* **AT_GATE** (``_gate``), the approval gate. Each call gets its verdict once, here:
+  the policy's rules first (deny, ask, allow over the layers: run options, session
+  grants, the client's policies; R19), else the tool's own answer, its predicate asked
+  once with the parsed arguments, failing closed (R18). Automatic decisions go to the
+  audit trail. If any call must ask, emit one ``ToolApprovalRequest`` per such call
+  and stop; nothing of that turn runs (R3, R5). The verdicts are stored with the
+  pending approvals (why each asks, which were denied), so the resume never decides
+  again. The assistant message was already stored, so the pause is a saved state.
+* **INVOKING_TOOLS** (``_invoke_all``). Run every call in order (R2), except those a
+  policy denied (``Rejected: denied by policy (<rule>)``); failures and bad calls
+  become ``Error: …`` results (R13, R14). Then the model again, unless the round limit
+  is reached.
 * **DONE / AWAITING_APPROVAL** end the run with exactly one ``Finish`` (R9). The step
   across runs is not a transition: a paused run's state *is* its saved session, and
   the next run's ``START`` finds the pending calls there.
@@ -78,9 +88,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
+from . import policy as policies
 from .approvals import ApprovalLedger, Decision, approval_request
-from .errors import ApprovalError, LoopStateError, ProviderError
-from .tools import FunctionTool, ResultConversionError, Tool
+from .canonical import arguments_digest, canonical_json
+from .errors import ApprovalError, LoopStateError, PolicyError, ProviderError
+from .tools import FunctionTool, ResultConversionError, Tool, schema_errors
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
                     FinishReason, MessageRole, ToolApprovalResponse, ToolCall, ToolResult,
                     Usage)
@@ -181,6 +193,17 @@ class PendingTurn(NamedTuple):
     answered: set
 
 
+class Verdict(NamedTuple):
+    """What the gate decided for one call: ``action`` is ``run``, ``ask`` or ``deny``;
+    ``why`` why it asks or runs unasked (str or ``None``); ``rule`` and ``layer`` the
+    policy rule that decided, if one did (SPEC R18, R19)."""
+
+    action: str
+    why: str | None = None
+    rule: str | None = None
+    layer: str | None = None
+
+
 class Outcome(NamedTuple):
     """What a call produced: ``text`` sent to the model, and whether it ``failed``
     (an ``Error: …`` result, counted by SPEC R13)."""
@@ -249,6 +272,7 @@ class RunState:
     unsaved: list[ChatMessage] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
     responses: dict[str, ToolApprovalResponse] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # the gate's, by call id
     turn: ChatMessage | None = None  # the assistant message whose calls are at hand
     rounds: int = 0
     failed_rounds: int = 0
@@ -295,13 +319,18 @@ class FunctionInvokingChatClient:
             new: LoopState)`` called on every state change, for tracing.
         approval_ttl: seconds an approval request stays valid; an answer after that
             counts as a rejection with reason ``approval expired``. ``None``: forever.
+        policy: an ``agentflow.policy.ApprovalPolicy``, or a list of them in layer
+            order (e.g. ``agentflow.policy.standard_layers()``: the project file, then
+            the user file); they come after a run's own policy and the session's
+            grants (SPEC R19).
 
     Raises:
         ValueError: two tools share a name.
+        PolicyError: a policy rule that can never match these tools (R19).
     """
 
     def __init__(self, inner, tools: Iterable = (), on_transition: Callable | None = None,
-                 approval_ttl: float | None = None):
+                 approval_ttl: float | None = None, policy=None):
         self.inner = inner
         self.approval_ttl = approval_ttl
         self.clock = time.time  # POSIX seconds; replaceable in tests
@@ -313,6 +342,14 @@ class FunctionInvokingChatClient:
                              "could not tell them apart")
         self._by_name = {t.name: t for t in self.tools}
         self.on_transition = on_transition
+        layers = [] if policy is None else [policy] if isinstance(
+            policy, policies.ApprovalPolicy) else list(policy)
+        for layer in layers:
+            if not isinstance(layer, policies.ApprovalPolicy):
+                raise TypeError(f"policy must be an ApprovalPolicy or a list of them, got "
+                                f"{type(layer).__name__}")
+            layer.check(self._by_name)
+        self.policies = layers
 
     def _tool(self, name: str) -> Tool | None:
         return self._by_name.get(name)
@@ -350,7 +387,9 @@ class FunctionInvokingChatClient:
 
         Raises:
             ApprovalError: responses that fit no pending call, or an ambiguous pending
-                turn (R11, R17), before anything executes.
+                turn (R11, R17), edited arguments that do not fit (R20), a grant that
+                can never match (R19); before anything executes.
+            PolicyError: ``options.policy`` has a rule that can never match (R19).
             ProviderError: from the provider client; what completed before is stored.
             KeyboardInterrupt, SystemExit: from inside a tool, after its
                 ``Error: interrupted: …`` result was stored (R16).
@@ -390,6 +429,9 @@ class FunctionInvokingChatClient:
                 f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
                 "have; give it the tools the run paused with. Nothing was executed.",
                 [c.id for c in orphans])
+        if run.options.policy is not None:
+            run.options.policy.check(self._by_name)
+        self._check_answers(run, pending)
         run.options = run.options.with_tool_approval_responses(())
         run.later = run.messages[insert_at:] + run.unsaved
         del run.messages[insert_at:]
@@ -399,19 +441,82 @@ class FunctionInvokingChatClient:
         run.messages += run.later
         return LoopEvent.NOTHING_PENDING
 
+    def _check_answers(self, run: RunState, pending: list[ToolCall]) -> None:
+        """Refuse, before anything runs, edited arguments that do not fit the tool's
+        schema or that a policy denies (R20), and grants that can never match or
+        have no session to go to (R19)."""
+        for call in pending:
+            response = run.responses.get(call.id)
+            if response is None or not response.approved:
+                continue
+            tool = self._tool(call.name)
+            if response.grant is not None:
+                if run.approvals is None:
+                    raise ApprovalError(f"the answer to {call.id} carries a grant, but there "
+                                        "is no session to keep it in. Nothing was executed.",
+                                        [call.id])
+                try:
+                    policies.ApprovalPolicy(allow=[response.grant.rule]).check(self._by_name)
+                except PolicyError as exc:
+                    raise ApprovalError(f"the grant with the answer to {call.id} cannot be "
+                                        f"used: {exc}. Nothing was executed.",
+                                        [call.id]) from None
+            if response.arguments is None:
+                continue
+            problems = schema_errors(tool.parameters, response.arguments)
+            if problems:
+                raise ApprovalError(
+                    f"the edited arguments for {call.id} ({call.name}) do not fit the tool: "
+                    f"{'; '.join(problems)}. Nothing was executed.", [call.id])
+            verdict, _ = policies.decide(self._layers(run), tool, response.arguments)
+            if verdict is not None and verdict.effect == "deny":
+                raise ApprovalError(
+                    f"the edited arguments for {call.id} ({call.name}) are denied by policy "
+                    f"({verdict.rule}, {verdict.layer}). Nothing was executed.", [call.id])
+
+    def _layers(self, run: RunState) -> list:
+        """The policy layers in their fixed order: this run's, the session's grants,
+        then the client's (R19)."""
+        layers = [] if run.options.policy is None else [run.options.policy]
+        if run.approvals is not None:
+            grants = run.approvals.active_grants(self.clock())
+            if grants:
+                layers.append(policies.ApprovalPolicy(allow=[g.rule for g in grants],
+                                                      name="session"))
+        return layers + self.policies
+
     def _resume(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         def answer_without_running(call: ToolCall) -> str | None:
             if call.id in run.started:  # R16: cut short by a crash; never run twice
                 tool = self._tool(call.name)
                 return None if tool is not None and tool.idempotent else \
                     interrupted_text(call.name)
-            response = run.responses.get(call.id)
-            if run.approvals is not None and run.approvals.awaits(call.id):
-                decision = run.approvals.decide(call, response, self.clock())
-            else:
-                decision = Decision(response is not None and response.approved,
-                                    response.reason if response else None)
+            decision = decide(call)
             return None if decision.may_run else rejection_text(decision.reason)
+
+        def decide(call: ToolCall) -> Decision:
+            response = run.responses.get(call.id)
+            ledger, now = run.approvals, self.clock()
+            if ledger is None:
+                return Decision(response is not None and response.approved,
+                                response.reason if response else None)
+            denial = ledger.take_denial(call)
+            if denial is not None:
+                return Decision(False, f"denied by policy ({denial.rule})")
+            if not ledger.awaits(call.id):  # a sibling that needed no approval (R5)
+                return Decision(response is not None and response.approved,
+                                response.reason if response else None)
+            edited = None
+            if response is not None and response.arguments is not None:
+                edited = canonical_json(response.arguments)
+            decision = ledger.decide(call, response, now,
+                                     edited and arguments_digest(edited))
+            if decision.may_run and edited is not None:
+                call.arguments = edited  # R20: the stored call shows what really ran
+            if decision.may_run and response.grant is not None:
+                ledger.grant(response.grant.rule, now, response.grant.ttl,
+                             response.approver, call.id)
+            return decision
 
         failed = yield from self._answer(run, run.pending, answer_without_running)
         run.messages += run.later  # R6: the input goes after the results
@@ -448,20 +553,76 @@ class FunctionInvokingChatClient:
         return LoopEvent.TURN_ENDED
 
     def _gate(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        gated = [(call, tool) for call in run.turn.tool_calls
-                 if (tool := self._tool(call.name)) is not None and tool.requires_approval()]
-        if not gated:
+        now, ledger = self.clock(), run.approvals
+        layers = self._layers(run)
+        run.verdicts = {}
+        for call in run.turn.tool_calls:
+            tool = self._tool(call.name)
+            if tool is None:
+                continue  # R14: answered "unknown tool", never run
+            verdict = run.verdicts[call.id] = self._verdict(call, tool, layers)
+            # Automatic decisions are audited: every rule's, and a risky tool let run by
+            # its own check. Asking by the tool's own answer is recorded with the ask.
+            if ledger is not None and (verdict.rule is not None
+                                       or (verdict.action == "run" and verdict.why)):
+                outcome = {"run": "allowed", "deny": "denied", "ask": "asked"}[verdict.action]
+                ledger.automatic(call, outcome, now, verdict.why, verdict.rule,
+                                 verdict.layer)
+        asked = [call for call in run.turn.tool_calls
+                 if run.verdicts.get(call.id, Verdict("run")).action == "ask"]
+        if not asked:
             return LoopEvent.NO_APPROVAL_NEEDED
-        now = self.clock()
-        for call, tool in gated:  # R3: nothing of this turn runs
-            record = (run.approvals.issue(call, now, self.approval_ttl)
-                      if run.approvals is not None else None)
-            yield approval_request(call, tool.description, record)
+        for call in asked:  # R3: nothing of this turn runs
+            verdict = run.verdicts[call.id]
+            record = None
+            if ledger is not None:
+                record = ledger.issue(call, now, self.approval_ttl, verdict.why,
+                                      verdict.rule, verdict.layer)
+            yield approval_request(call, self._tool(call.name).description, record,
+                                   verdict.why)
+        if ledger is not None:
+            for call in run.turn.tool_calls:
+                verdict = run.verdicts.get(call.id)
+                if verdict is not None and verdict.action == "deny":
+                    ledger.hold_denial(call, verdict.rule, verdict.layer)
         run.finish_reason = FinishReason.AWAITING_APPROVAL
         return LoopEvent.APPROVAL_NEEDED
 
+    def _verdict(self, call: ToolCall, tool: Tool, layers: list) -> Verdict:
+        """The gate's decision on one call: the policy's rules (R19), else the tool's
+        own answer, asked once and failing closed (R18)."""
+        arguments = _object_or_none(call.arguments)
+        decided, note = policies.decide(layers, tool, arguments)
+        if decided is not None:
+            action = {"allow": "run", "deny": "deny", "ask": "ask"}[decided.effect]
+            why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
+            return Verdict(action, why, decided.rule, decided.layer)
+        if not tool.requires_approval():
+            return Verdict("run")
+        note = f"; {note}" if note else ""
+        if arguments is None:
+            return Verdict("ask", "its arguments are not a JSON object, so it asks" + note)
+        try:
+            answer = tool.needs_approval(arguments)
+        except Exception as exc:  # fail closed (R18)
+            return Verdict("ask", f"the approval check failed ({type(exc).__name__}: "
+                                  f"{exc}), so it asks{note}")
+        if not answer:
+            return Verdict("run", "its approval check let it run without asking")
+        if isinstance(answer, str) and answer.strip():
+            return Verdict("ask", answer.strip() + note)
+        if getattr(tool, "when", None) is not None:
+            return Verdict("ask", "its approval check asked" + note)
+        return Verdict("ask", f"{tool.name} always asks" + note)
+
     def _invoke_all(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        failed = yield from self._answer(run, run.turn.tool_calls, lambda call: None)
+        def answer_without_running(call: ToolCall) -> str | None:
+            verdict = run.verdicts.get(call.id)
+            if verdict is not None and verdict.action == "deny":
+                return rejection_text(f"denied by policy ({verdict.rule})")
+            return None
+
+        failed = yield from self._answer(run, run.turn.tool_calls, answer_without_running)
         run.rounds += 1
         run.failed_rounds = run.failed_rounds + 1 if failed else 0
         return run.next_round()
@@ -588,6 +749,15 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str],
                             f"{'; '.join(problems)} ({hint}). Nothing was executed.",
                             unknown + already + twice + begun)
     return by_id
+
+
+def _object_or_none(text: str):
+    """The arguments parsed as a JSON object (dict), or ``None``."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _without_tools(options: AgentRunOptions) -> AgentRunOptions:

@@ -94,10 +94,17 @@ class AgentSession:
         """The decisions taken so far (``AuditRecord`` objects), oldest first."""
         return list(self.approvals.audit)
 
+    @property
+    def grants(self) -> list:
+        """The allow rules granted while approving (``SessionGrant`` objects, expired
+        ones included), oldest first; the ``session`` layer of the policy (SPEC R19)."""
+        return self.approvals.grants
+
     def to_dict(self) -> dict:
         """A JSON-safe dict: ``{"schema_version": 3, "revision": int, "messages":
         [OpenAI message dicts], "state": {...}, "approvals": {"pending": [...],
-        "audit": [...]}, "running": {call_id: {"tool": str, "started_at": float}}}``."""
+        "audit": [...]}, "running": {call_id: {"tool": str, "started_at": float}}}``;
+        ``approvals`` also holds ``denied`` and ``grants`` when they are not empty."""
         return {"schema_version": SCHEMA_VERSION,
                 "revision": self.revision,
                 "messages": [m.to_openai() for m in self.messages],

@@ -6,7 +6,11 @@ signature's type hints (a parameter with a default is optional). Parameter
 descriptions come from a Google-style ``Args:`` section or ``:param name:`` lines.
 
 ``ApprovalRequiredTool(tool)`` wraps any tool so that the loop pauses for the caller's
-decision before it runs (SPEC R3).
+decision before it runs (SPEC R3); ``ApprovalRequiredTool(tool, when=predicate)`` asks
+only when ``predicate(arguments)`` says so (R18).
+
+A tool may declare its *subject*, the one argument approval policies match patterns
+against (R19): ``@tool(subject="command", subject_kind="shell")``.
 
 What the schema cannot say is reported when the tool is made, not when the model calls
 it: an annotation with no JSON-schema form (``datetime``, ``set[int]``, ``bytes``, a
@@ -56,6 +60,9 @@ class Tool:
     description: str = ""
     parameters: dict = {"type": "object", "properties": {}}
     idempotent: bool = False  # running it twice does no more than once (SPEC R16)
+    subject: str | None = None  # the argument policy patterns match (SPEC R19)
+    subject_kind: str = "text"  # "shell", "path" or "text": how (agentflow.policy)
+    workspace: str | None = None  # the folder relative paths are opened from (None: cwd)
 
     def invoke(self, arguments: dict) -> str:
         """Run the tool with the model's parsed arguments (dict); return the text (str)
@@ -65,8 +72,15 @@ class Tool:
         raise NotImplementedError
 
     def requires_approval(self) -> bool:
-        """Whether a call must wait for the caller's approval (SPEC R3)."""
+        """Whether a call may have to wait for the caller's approval (SPEC R3); when
+        true, ``needs_approval`` decides for each call (R18)."""
         return False
+
+    def needs_approval(self, arguments: dict) -> bool | str:
+        """Whether the call with these parsed ``arguments`` (dict) waits for approval,
+        asked once at the gate (SPEC R18). A non-empty str means yes and says why (it
+        is recorded and shown). The default is ``requires_approval()``."""
+        return self.requires_approval()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -88,12 +102,15 @@ class FunctionTool(Tool):
         idempotent: ``True`` when running it twice does no more than once (a read, a
             lookup): a call cut short by a crash is then run again on the next run
             instead of being answered ``Error: interrupted: …`` (SPEC R16).
+        subject, subject_kind: the parameter approval policies match, and how (see
+            ``tool``; SPEC R19).
 
     A return value that is not a str is sent to the model as JSON.
     """
 
     def __init__(self, func: Callable, name: str | None = None,
-                 description: str | None = None, idempotent: bool = False):
+                 description: str | None = None, idempotent: bool = False,
+                 subject: str | None = None, subject_kind: str = "text"):
         if not callable(func):
             raise TypeError(f"a FunctionTool needs a function, got {type(func).__name__}")
         name = name or getattr(func, "__name__", "")
@@ -107,6 +124,8 @@ class FunctionTool(Tool):
         summary, param_docs = _parse_docstring(inspect.getdoc(func) or "")
         self.description = description if description is not None else summary
         self.parameters = schema_from_signature(func, param_docs)
+        self.subject, self.subject_kind = _check_subject(self.parameters, name, subject,
+                                                         subject_kind)
         # Enum parameters get their member, not the raw value; found once, not per call.
         self._enums = {n: h for n, h in typing.get_type_hints(func).items()
                        if isinstance(h, type) and issubclass(h, enum.Enum)}
@@ -127,15 +146,31 @@ class FunctionTool(Tool):
 
 
 class ApprovalRequiredTool(Tool):
-    """Wraps ``tool`` (any ``Tool``, or a plain function) so that every call waits
-    for the caller's ``ToolApprovalResponse`` before it runs (SPEC R3)."""
+    """Wraps ``tool`` (any ``Tool``, or a plain function) so that its calls wait for
+    the caller's ``ToolApprovalResponse`` before they run (SPEC R3).
 
-    def __init__(self, tool: Tool | Callable):
+    Args:
+        tool: the ``Tool`` or function.
+        when: optional ``predicate(arguments: dict) -> bool | str``: a call waits only
+            when it returns a true value (a non-empty str also says why, and is
+            recorded). Evaluated once, at the gate, and its answer stored with the
+            pending approval, so a resume never asks it again. A predicate that raises,
+            or arguments that are not a JSON object, mean approval (fail closed; R18).
+    """
+
+    def __init__(self, tool: Tool | Callable, when: Callable[[dict], bool | str] | None = None):
         self.tool = tool if isinstance(tool, Tool) else FunctionTool(tool)
+        if when is not None and not callable(when):
+            raise TypeError(f"when must be a function of the arguments, got "
+                            f"{type(when).__name__}")
+        self.when = when
         self.name = self.tool.name
         self.description = self.tool.description
         self.parameters = self.tool.parameters
         self.idempotent = self.tool.idempotent
+        self.subject = self.tool.subject
+        self.subject_kind = self.tool.subject_kind
+        self.workspace = self.tool.workspace
 
     def invoke(self, arguments: dict) -> str:
         return self.tool.invoke(arguments)
@@ -143,18 +178,100 @@ class ApprovalRequiredTool(Tool):
     def requires_approval(self) -> bool:
         return True
 
+    def needs_approval(self, arguments: dict) -> bool | str:
+        return True if self.when is None else self.when(arguments)
+
 
 def tool(func: Callable | None = None, *, name: str | None = None,
-         description: str | None = None, idempotent: bool = False):
-    """Decorator: ``@tool`` or ``@tool(name=..., description=..., idempotent=True)``
-    makes a ``FunctionTool`` of the function (which stays callable as before)."""
+         description: str | None = None, idempotent: bool = False,
+         subject: str | None = None, subject_kind: str = "text"):
+    """Decorator: ``@tool`` or ``@tool(name=..., description=..., idempotent=True,
+    subject=..., subject_kind=...)`` makes a ``FunctionTool`` of the function (which
+    stays callable as before). ``subject`` names the parameter that approval policies
+    match (``"shell"`` command lines, ``"path"`` file paths or plain ``"text"``; SPEC
+    R19)."""
     if func is None:
         return lambda f: FunctionTool(f, name=name, description=description,
-                                      idempotent=idempotent)
+                                      idempotent=idempotent, subject=subject,
+                                      subject_kind=subject_kind)
     if not callable(func):
         raise TypeError(f"@tool decorates a function; got {type(func).__name__} (for a "
                         "name, write @tool(name=...))")
-    return FunctionTool(func, name=name, description=description)
+    return FunctionTool(func, name=name, description=description, idempotent=idempotent,
+                        subject=subject, subject_kind=subject_kind)
+
+
+def _check_subject(schema: dict, name: str, subject, kind: str) -> tuple:
+    kinds = ("shell", "path", "text")
+    if kind not in kinds:
+        raise ValueError(f"subject_kind of {name} must be one of {', '.join(kinds)}, got "
+                         f"{kind!r}")
+    if subject is None:
+        return None, kind
+    prop = schema.get("properties", {}).get(subject)
+    if prop is None:
+        raise ValueError(f"the subject of {name} must be one of its parameters "
+                         f"({', '.join(schema.get('properties', {})) or 'none'}), got "
+                         f"{subject!r}")
+    if prop.get("type") not in ("string", ["string", "null"]):
+        raise ValueError(f"the subject {subject!r} of {name} must be a str parameter")
+    return subject, kind
+
+
+def schema_errors(schema: dict, value: Any, where: str = "arguments") -> list[str]:
+    """What in ``value`` does not fit the JSON ``schema`` (list of str, empty when it
+    fits). Covers what ``schema_from_signature`` writes and the usual hand-written
+    schemas: ``type`` (``integer`` excludes bool), ``properties``, ``required``,
+    ``additionalProperties``, ``items``, ``prefixItems``, ``minItems`` / ``maxItems``,
+    ``enum``, ``const``, ``anyOf`` / ``oneOf``. Used to check an edited call before it
+    runs (SPEC R20)."""
+    if not isinstance(schema, dict) or not schema:
+        return []
+    for key in ("anyOf", "oneOf"):
+        if key in schema:
+            if not any(not schema_errors(option, value, where) for option in schema[key]):
+                return [f"{where} fits none of the allowed shapes"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where} must be one of {json.dumps(schema['enum'])}, got "
+                f"{json.dumps(value)[:80]}"]
+    if "const" in schema and value != schema["const"]:
+        return [f"{where} must be {json.dumps(schema['const'])}"]
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    if kinds and not any(_is_json_type(value, k) for k in kinds):
+        return [f"{where} must be {' or '.join(kinds)}, got {json.dumps(value)[:80]}"]
+    errors = []
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                errors.append(f"{where} lacks the required {name!r}")
+        extra = schema.get("additionalProperties", True)
+        for name, item in value.items():
+            if name in properties:
+                errors += schema_errors(properties[name], item, f"{where}.{name}")
+            elif extra is False:
+                errors.append(f"{where} has {name!r}, which the tool does not take")
+            elif isinstance(extra, dict):
+                errors += schema_errors(extra, item, f"{where}.{name}")
+    elif isinstance(value, list):
+        if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems",
+                                                                               len(value)):
+            errors.append(f"{where} has {len(value)} items, which is not allowed")
+        prefix = schema.get("prefixItems", [])
+        for index, item in enumerate(value):
+            sub = prefix[index] if index < len(prefix) else schema.get("items")
+            if sub is not None:
+                errors += schema_errors(sub, item, f"{where}[{index}]")
+    return errors
+
+
+def _is_json_type(value: Any, kind: str) -> bool:
+    if kind in ("integer", "number") and isinstance(value, bool):
+        return False
+    if kind == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(kind, object))
 
 
 def _check_arguments(schema: dict, arguments: dict, enums: dict) -> dict:

@@ -274,6 +274,8 @@ class ToolApprovalRequest(AgentResponseUpdate):
         description: the tool's description (str).
         digest: SHA-256 (64 hex digits) of the RFC 8785 canonical arguments, which the
             decision is bound to (``agentflow.canonical``).
+        why: why this call needs approval (str): the tool always asks, what its
+            approval predicate answered (R18), or the policy rule that asks (R19).
 
     Answer it with ``request.approve()`` or ``request.reject(reason)``, which carry the
     id and the digest, so the answer cannot be applied to other arguments.
@@ -284,15 +286,28 @@ class ToolApprovalRequest(AgentResponseUpdate):
     arguments: Any
     description: str
     digest: str = ""
+    why: str | None = field(default=None, compare=False)
 
-    def approve(self, approver: str | None = None) -> "ToolApprovalResponse":
+    def approve(self, approver: str | None = None, *, arguments: dict | None = None,
+                grant: "str | Grant | None" = None,
+                grant_ttl: float | None = None) -> "ToolApprovalResponse":
         """A ``ToolApprovalResponse`` that lets this call run (SPEC R4).
 
         Args:
             approver: who decided (str), kept in the session's audit trail.
+            arguments: edited arguments (dict) to run instead of the model's; checked
+                against the tool's schema before anything runs (R20). The digest still
+                binds the answer to the arguments shown.
+            grant: an allow rule (str, e.g. ``"run_command(git status)"``) added to the
+                session's grants, so matching calls run without asking (R19).
+            grant_ttl: seconds the grant lasts (``None``: as long as the session).
         """
+        if grant_ttl is not None:
+            if grant is None:
+                raise TypeError("grant_ttl needs a grant")
+            grant = Grant(grant if isinstance(grant, str) else grant.rule, grant_ttl)
         return ToolApprovalResponse(self.call_id, True, digest=self.digest or None,
-                                    approver=approver)
+                                    approver=approver, arguments=arguments, grant=grant)
 
     def reject(self, reason: str | None = None,
                approver: str | None = None) -> "ToolApprovalResponse":
@@ -329,6 +344,25 @@ class Finish(AgentResponseUpdate):
 # -- the caller's side ---------------------------------------------------------------
 
 @dataclass(frozen=True)
+class Grant:
+    """An allow rule a human grants while approving (SPEC R19): ``rule`` (str, e.g.
+    ``"run_command(git status)"``) joins the session's grants for ``ttl`` seconds from
+    the decision (``None``: as long as the session)."""
+
+    rule: str
+    ttl: float | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.rule, str):
+            raise TypeError(f"Grant.rule must be a str, got {type(self.rule).__name__}")
+        if self.ttl is not None and (isinstance(self.ttl, bool)
+                                     or not isinstance(self.ttl, (int, float))
+                                     or self.ttl <= 0):
+            raise ValueError(f"Grant.ttl must be a positive number of seconds or None, got "
+                             f"{self.ttl!r}")
+
+
+@dataclass(frozen=True)
 class ToolApprovalResponse:
     """The caller's decision on one ``ToolApprovalRequest`` (matched by ``call_id``).
 
@@ -337,6 +371,10 @@ class ToolApprovalResponse:
     ``digest`` (optional): the ``ToolApprovalRequest.digest`` the human saw; when given
     it must match, so a decision cannot be applied to other arguments.
     ``approver`` (optional): who decided, kept in the session's audit trail.
+    ``arguments`` (optional dict, approvals only): the call runs with these instead, once
+    they fit the tool's schema; the stored call is rewritten to them (R20).
+    ``grant`` (optional, approvals only): an allow rule (str or ``Grant``) added to the
+    session, so matching calls no longer ask (R19).
     """
 
     call_id: str
@@ -344,6 +382,8 @@ class ToolApprovalResponse:
     reason: str | None = None
     digest: str | None = None
     approver: str | None = None
+    arguments: dict | None = None
+    grant: "str | Grant | None" = None
 
     def __post_init__(self):
         # A "no" typed as a string is truthy: refuse anything but a real bool, since
@@ -359,6 +399,17 @@ class ToolApprovalResponse:
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"ToolApprovalResponse.{name} must be a str or None, got "
                                 f"{type(value).__name__}")
+        if self.arguments is not None and not isinstance(self.arguments, dict):
+            raise TypeError(f"ToolApprovalResponse.arguments must be a dict (a JSON "
+                            f"object) or None, got {type(self.arguments).__name__}")
+        if isinstance(self.grant, str):
+            object.__setattr__(self, "grant", Grant(self.grant))
+        elif self.grant is not None and not isinstance(self.grant, Grant):
+            raise TypeError(f"ToolApprovalResponse.grant must be a rule (str), a Grant or "
+                            f"None, got {type(self.grant).__name__}")
+        if not self.approved and (self.arguments is not None or self.grant is not None):
+            raise TypeError("edited arguments and grants go with an approval "
+                            "(approved=True), not with a rejection")
 
 
 @dataclass(frozen=True)
@@ -367,6 +418,8 @@ class AgentRunOptions:
 
     ``tool_approval_responses``: the caller's decisions on a paused run (SPEC R4).
     ``max_rounds``: the limit on rounds of one run (SPEC R8), at least 1.
+    ``policy``: an ``agentflow.policy.ApprovalPolicy`` for this run, the first layer of
+    rules, before the session's grants and the agent's policies (SPEC R19).
     The remaining fields are chat options passed to the provider when not ``None``;
     ``extra`` (dict) is merged into the request body as is.
     """
@@ -379,6 +432,7 @@ class AgentRunOptions:
     parallel_tool_calls: bool | None = None
     max_tokens: int | None = None
     extra: dict = field(default_factory=dict)
+    policy: Any = None
 
     def __post_init__(self):
         responses = tuple(self.tool_approval_responses)

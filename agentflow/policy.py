@@ -1,0 +1,507 @@
+"""Approval policies: grants as data (SPEC R19).
+
+An ``ApprovalPolicy`` is three lists of rules, ``deny``, ``ask`` and ``allow``. A rule
+is ``tool_name`` (every call of that tool) or ``tool_name(pattern)``, where the pattern
+is matched against the tool's *subject*, the one argument the tool declares with
+``@tool(subject=..., subject_kind=...)``:
+
+===========  ========================================  ===================================
+subject      what the pattern is matched against        wildcards
+===========  ========================================  ===================================
+``shell``    each command of the line, in canonical     ``*``: any characters
+             form (``agentflow.shell``)
+``path``     the path as the OS will open it: absolute, ``*``: any characters but ``/``;
+             ``..`` collapsed, symlinks followed;       ``**``: any, ``/`` too; ``**/``:
+             a relative pattern is relative to the      any folders, or none
+             tool's workspace (else the current
+             folder), ``~/`` is the home folder
+``text``     the argument as it is                     ``*``: any characters
+===========  ========================================  ===================================
+
+A pattern ending in `` *`` or ``:*`` is a prefix at a word boundary: ``ls *`` matches
+``ls`` and ``ls -la`` but not ``lsof`` (for paths the boundary is ``/``: ``src:*`` is
+``src`` and everything under it). ``\\*`` is a literal star, ``\\\\`` a backslash.
+
+**Compound commands.** A line such as ``git status && rm -rf /`` is cut into its
+commands (``&&``, ``||``, ``;``, ``|``, ``|&``, ``&``, newlines) and each is judged on
+its own, as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does
+with ``bash -lc`` scripts it can split:
+
+* a ``deny`` or ``ask`` rule decides when it matches *any* command of the line,
+  including commands inside ``$(…)``, backticks, ``<(…)``, ``sh -c '…'`` and ``eval``,
+  and starting at any word of a command (``sudo rm -rf /`` meets ``rm -rf *``); a deny
+  or ask pattern may name a pipeline or chain (``curl * | sh``), which then matches
+  those commands next to each other;
+* an ``allow`` decides only when *every* command of the line is allowed (each by a
+  rule of its own), and never for a line that holds a command substitution, a variable
+  expansion, a subshell or a here-document (``opaque`` in ``agentflow.shell``): what
+  runs there cannot be read from the text. Only a rule naming the whole tool allows
+  those. A command that redirects output to a file is allowed only by an exact rule
+  (no wildcard): ``echo *`` does not allow ``echo x > ~/.bashrc``.
+
+Rules are checked ``deny``, then ``ask``, then ``allow``; within each, the layers in
+their fixed order (run options, session grants, project file, user file); the first
+match decides and specificity does not change the order, so no layer can widen what a
+``deny`` anywhere forbids. No match: the tool's own ``requires_approval`` (R18).
+
+A rule that can never match — an unknown tool, a pattern on a tool without a subject,
+an allow pattern naming a chain — is a ``PolicyError`` when the policy meets the tools,
+not a rule silently ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from . import shell
+from .errors import PolicyError
+
+EFFECTS = ("deny", "ask", "allow")  # the order rules are checked in (SPEC R19)
+SUBJECT_KINDS = ("shell", "path", "text")
+PROJECT_FILE = os.path.join(".agentflow", "policy.json")
+_RULE = re.compile(r"([A-Za-z0-9_-]{1,64})(?:\((.*)\))?", re.DOTALL)
+_STAR, _BACKSLASH = "\x00", "\x01"  # ``\*`` and ``\\`` while a pattern is read
+_OP_KIND = {"|&": "|", "\n": ";", ";;": ";"}
+
+
+def user_policy_path() -> str:
+    """``$XDG_CONFIG_HOME/agentflow/policy.json``, else
+    ``~/.config/agentflow/policy.json``."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
+                                                              ".config")
+    return os.path.join(base, "agentflow", "policy.json")
+
+
+def escape(text: str) -> str:
+    """``text`` as a pattern that matches exactly it: ``\\`` and ``*`` escaped."""
+    return text.replace("\\", "\\\\").replace("*", "\\*")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule as written: ``tool`` (str) and ``pattern`` (str or ``None`` for the
+    whole tool). ``str(rule)`` gives it back."""
+
+    tool: str
+    pattern: str | None = None
+
+    @classmethod
+    def parse(cls, text) -> "Rule":
+        """Read ``tool`` or ``tool(pattern)``. Raises ``PolicyError`` when ``text`` is
+        not a str of that shape or the pattern is empty."""
+        if not isinstance(text, str):
+            raise PolicyError(f"a rule must be a string like 'run_command(git status)', "
+                              f"got {type(text).__name__}")
+        match = _RULE.fullmatch(text.strip())
+        if match is None:
+            raise PolicyError(f"cannot read the rule {text!r}: write tool_name or "
+                              "tool_name(pattern), e.g. run_command(git status)")
+        if match.group(2) is not None and not match.group(2).strip():
+            raise PolicyError(f"the rule {text!r} has an empty pattern; write "
+                              f"{match.group(1)!r} for every call of the tool")
+        return cls(match.group(1), match.group(2))
+
+    def __str__(self) -> str:
+        return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
+
+
+@dataclass
+class ApprovalPolicy:
+    """One layer of rules (SPEC R19): ``deny``, ``ask`` and ``allow`` are lists of rule
+    strings. ``name`` says which layer it is in the audit trail (``run``, ``session``,
+    ``project``, ``user`` …); ``source`` is the file it came from, if any.
+    """
+
+    deny: list = field(default_factory=list)
+    ask: list = field(default_factory=list)
+    allow: list = field(default_factory=list)
+    name: str = "policy"
+    source: str | None = None
+
+    def __post_init__(self):
+        for effect in EFFECTS:
+            rules = getattr(self, effect)
+            if isinstance(rules, str) or not isinstance(rules, (list, tuple)):
+                raise PolicyError(f"{self._where()}{effect!r} must be a list of rules, got "
+                                  f"{type(rules).__name__}")
+            for text in rules:
+                try:
+                    Rule.parse(text)
+                except PolicyError as exc:
+                    raise PolicyError(f"{self._where()}{effect}: {exc}") from None
+            setattr(self, effect, list(rules))
+
+    def _where(self) -> str:
+        return f"{self.source}: " if self.source else ""
+
+    def rules(self, effect: str) -> list[Rule]:
+        """The rules of ``effect`` (``deny``, ``ask`` or ``allow``), parsed, in order."""
+        return [Rule.parse(text) for text in getattr(self, effect)]
+
+    def add(self, effect: str, rule: str) -> bool:
+        """Append ``rule`` to the ``effect`` list unless it is there; returns whether it
+        was added. Raises ``PolicyError`` for a rule that cannot be read."""
+        Rule.parse(rule)
+        rules = getattr(self, effect)
+        if rule in rules:
+            return False
+        rules.append(rule)
+        return True
+
+    def check(self, tools) -> None:
+        """Refuse rules that can never match ``tools`` (``Tool`` objects or a mapping of
+        name → ``Tool``): an unknown tool, a pattern on a tool without a subject, a
+        pattern that cannot be read, an allow pattern naming a chain.
+
+        Raises:
+            PolicyError: naming the rule, its list and this layer's file.
+        """
+        by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
+        for effect in EFFECTS:
+            for rule in self.rules(effect):
+                try:
+                    _check_rule(rule, effect, by_name)
+                except PolicyError as exc:
+                    raise PolicyError(f"{self._where()}{effect} rule {str(rule)!r}: {exc}") \
+                        from None
+
+    # -- JSON ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """``{"deny": [...], "ask": [...], "allow": [...]}``: the file format."""
+        return {effect: list(getattr(self, effect)) for effect in EFFECTS}
+
+    @classmethod
+    def from_dict(cls, data, name: str = "policy", source: str | None = None
+                  ) -> "ApprovalPolicy":
+        """The inverse of ``to_dict``. Raises ``PolicyError`` for anything but an
+        object with ``deny`` / ``ask`` / ``allow`` lists of rules (a misspelt key such
+        as ``alow`` is an error, not a list silently ignored)."""
+        where = f"{source}: " if source else ""
+        if not isinstance(data, dict):
+            raise PolicyError(f"{where}a policy is a JSON object with deny, ask and allow "
+                              f"lists, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(EFFECTS) - {"version"})
+        if unknown:
+            raise PolicyError(f"{where}unknown key(s) {', '.join(unknown)}; a policy has "
+                              "only deny, ask and allow")
+        return cls(*(data.get(effect, []) for effect in EFFECTS), name=name, source=source)
+
+    @classmethod
+    def load(cls, path, name: str | None = None) -> "ApprovalPolicy":
+        """Read a policy file (JSON, see ``to_dict``); ``name`` defaults to the path.
+
+        Raises:
+            OSError: the file cannot be read.
+            PolicyError: it is not valid JSON or not a policy.
+        """
+        path = os.fspath(path)
+        with open(path, encoding="utf-8") as handle:
+            try:
+                data = json.load(handle)
+            except ValueError as exc:
+                raise PolicyError(f"{path} is not valid JSON: {exc}") from None
+        return cls.from_dict(data, name or path, path)
+
+    def save(self, path) -> None:
+        """Write the policy to ``path`` as JSON, atomically (a temporary file in the same
+        folder, then a rename), creating the folder."""
+        import tempfile  # not at import time: ``import agentflow`` stays light
+        path = os.fspath(path)
+        folder = os.path.dirname(os.path.abspath(path))
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".policy-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(self.to_dict(), handle, ensure_ascii=False, indent=2)
+                handle.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def standard_layers(project_dir=".") -> list[ApprovalPolicy]:
+    """The project file (``<project_dir>/.agentflow/policy.json``) and the user file
+    (``user_policy_path()``), in that order, each when it exists.
+
+    Raises:
+        PolicyError: a file that exists is not a valid policy.
+    """
+    layers = []
+    for name, path in (("project", os.path.join(project_dir, PROJECT_FILE)),
+                       ("user", user_policy_path())):
+        if os.path.isfile(path):
+            layers.append(ApprovalPolicy.load(path, name))
+    return layers
+
+
+# -- deciding ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the policy decided for one call.
+
+    Attributes:
+        effect: ``deny``, ``ask`` or ``allow``.
+        rules: the deciding rule(s) as written (tuple of str): one for deny and ask;
+            for an allowed command line, one per command.
+        layers: the layer of each rule (tuple of str, same order).
+    """
+
+    effect: str
+    rules: tuple
+    layers: tuple
+
+    @property
+    def rule(self) -> str:
+        """The deciding rule(s), joined with ``; ``."""
+        return "; ".join(dict.fromkeys(self.rules))
+
+    @property
+    def layer(self) -> str:
+        """The deciding layer(s), joined with ``; ``."""
+        return "; ".join(dict.fromkeys(self.layers))
+
+
+def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict | None, str]:
+    """Decide one call by the rules of ``layers`` (in their order, SPEC R19).
+
+    Args:
+        layers: ``ApprovalPolicy`` objects, first layer first.
+        tool: the ``Tool`` called.
+        arguments: the parsed arguments (dict), or ``None`` when the model's text is
+            not a JSON object (then only rules naming the whole tool can match).
+
+    Returns:
+        ``(verdict, note)``: ``verdict`` is ``None`` when no rule decides (the tool's
+        own ``requires_approval`` does); ``note`` then says why no allow rule applied
+        (or ``""``), for the audit trail and the prompt.
+    """
+    layers = list(layers)
+    subject = _Subject(tool, arguments)
+    for effect in ("deny", "ask"):
+        for layer in layers:
+            for rule in layer.rules(effect):
+                if rule.tool == tool.name and subject.hits(rule):
+                    return Verdict(effect, (str(rule),), (layer.name,)), ""
+    allows = [(rule, layer) for layer in layers for rule in layer.rules("allow")
+              if rule.tool == tool.name]
+    if not allows:
+        return None, ""
+    for rule, layer in allows:
+        if rule.pattern is None:
+            return Verdict("allow", (str(rule),), (layer.name,)), ""
+    if subject.opaque:
+        return None, f"no pattern can allow {subject.opaque}"
+    found = []
+    for part in subject.parts:
+        match = next(((r, l) for r, l in allows if subject.covers(r, part)), None)
+        if match is None:
+            what = f"`{part[0]}`" if len(subject.parts) > 1 else "this call"
+            if part[1]:
+                return None, (f"{what} writes to a file, which only an exact rule (no "
+                              "wildcard) allows")
+            return None, f"no allow rule matches {what}"
+        found.append(match)
+    return Verdict("allow", tuple(str(r) for r, _ in found),
+                   tuple(l.name for _, l in found)), ""
+
+
+def exact_rules(tool, arguments) -> list[str]:
+    """The allow rules that let exactly this call run from now on: one per command of a
+    command line, the tool's name for a tool without a subject; empty when no rule can
+    (a line with a substitution, arguments without their subject)."""
+    if getattr(tool, "subject", None) is None:
+        return [tool.name]
+    subject = _Subject(tool, arguments)
+    if subject.opaque or not subject.parts:
+        return []
+    if tool.subject_kind == "path":
+        inside = _root(tool).rstrip("/") + "/"
+        return [f"{tool.name}({escape(value[len(inside):] if value.startswith(inside) else value)})"
+                for value, _ in subject.parts]
+    return list(dict.fromkeys(f"{tool.name}({escape(text)})" for text, _ in subject.parts))
+
+
+# -- matching ------------------------------------------------------------------------------
+
+class _Subject:
+    """The subject of one call, read once: ``parts`` (list of ``(text, writes)``) must
+    each be allowed; ``opaque`` says why none can be by a pattern."""
+
+    def __init__(self, tool, arguments):
+        self.kind = getattr(tool, "subject_kind", "text")
+        self.root = _root(tool) if self.kind == "path" else ""
+        self.lines: list[shell.CommandLine] = []
+        self.parts: list[tuple[str, bool]] = []
+        self.opaque: str | None = None
+        name = getattr(tool, "subject", None)
+        value = arguments.get(name) if isinstance(arguments, dict) and name else None
+        if not isinstance(value, str):
+            self.opaque = "a call without its subject" if name else None
+            return
+        if self.kind == "shell":
+            line = shell.parse(value)
+            self.lines = _all_lines(line)
+            self.parts = [(c.text, c.writes) for c in line.commands]
+            self.opaque = line.opaque
+        elif self.kind == "path":
+            try:
+                self.parts = [(os.path.realpath(os.path.join(self.root, value)), False)]
+            except (ValueError, OSError):
+                self.opaque = "a path that cannot be resolved"
+        else:
+            self.parts = [(value, False)]
+
+    def hits(self, rule: Rule) -> bool:
+        """Whether a deny or ask ``rule`` matches anywhere in the call."""
+        if rule.pattern is None:
+            return True
+        if self.kind != "shell":
+            return any(_compiled(rule.pattern, self.kind, self.root).fullmatch(text)
+                       for text, _ in self.parts)
+        pattern = _shell_pattern(rule.pattern)
+        for line in self.lines:
+            commands = line.commands
+            for start in range(len(commands) - len(pattern) + 1):
+                if all(_command_hit(piece, commands[start + k], k)
+                       for k, piece in enumerate(pattern)):
+                    return True
+        return False
+
+    def covers(self, rule: Rule, part: tuple[str, bool]) -> bool:
+        """Whether an allow ``rule`` allows ``part`` (one command or the value)."""
+        if rule.pattern is None:
+            return True
+        text, writes = part
+        if self.kind == "shell":
+            pattern = _shell_pattern(rule.pattern)
+            return (len(pattern) == 1 and not (writes and pattern[0].wild)
+                    and pattern[0].regex.fullmatch(text) is not None)
+        return _compiled(rule.pattern, self.kind, self.root).fullmatch(text) is not None
+
+
+def _all_lines(line: shell.CommandLine) -> list[shell.CommandLine]:
+    lines = [line]
+    for nested in line.nested:
+        lines += _all_lines(nested)
+    return lines
+
+
+def _root(tool) -> str:
+    return os.path.realpath(getattr(tool, "workspace", None) or os.getcwd())
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One command of a shell pattern: its regex, whether it has a wildcard, and the
+    operator before it (normalised: ``|&`` is ``|``, a newline is ``;``)."""
+
+    regex: re.Pattern
+    wild: bool
+    op: str | None
+
+
+def _command_hit(piece: _Piece, command: shell.Command, position: int) -> bool:
+    if position and _OP_KIND.get(command.op_before, command.op_before) != piece.op:
+        return False
+    return any(piece.regex.fullmatch(text) for text in [command.text, *command.tails])
+
+
+def _split_prefix(pattern: str) -> tuple[str, bool]:
+    """``(body, prefix)``: a trailing `` *`` or ``:*`` makes a word-boundary prefix."""
+    for suffix in (" *", ":*"):
+        if pattern.endswith(suffix) and len(pattern) > len(suffix):
+            return pattern[:-len(suffix)], True
+    return pattern, False
+
+
+def _protect(pattern: str) -> str:
+    return pattern.replace("\\\\", _BACKSLASH).replace("\\*", _STAR)
+
+
+def _glob(body: str, star: str) -> str:
+    """The regex of a wildcard pattern (already ``_protect``-ed)."""
+    out, i = [], 0
+    while i < len(body):
+        if body.startswith("**/", i) and star != ".*":
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif body[i] == "*":
+            out.append(star)
+            i += 1
+        else:
+            out.append(re.escape({_STAR: "*", _BACKSLASH: "\\"}.get(body[i], body[i])))
+            i += 1
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(pattern: str, kind: str, root: str) -> re.Pattern:
+    """A path or text pattern as a regex over the whole value."""
+    body, prefix = _split_prefix(_protect(pattern))
+    if kind == "text":
+        return re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
+    if body == "~" or body.startswith("~/"):
+        body = os.path.expanduser("~") + body[1:]
+    absolute = body.startswith("/")
+    body = posixpath.normpath(body) if body not in ("", ".") else ""
+    head = "" if absolute else re.escape(root.rstrip("/") + "/") if body else re.escape(root)
+    return re.compile(head + _glob(body, "[^/]*") + ("(?:/.*)?" if prefix else ""),
+                      re.DOTALL)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shell_pattern(pattern: str) -> tuple[_Piece, ...]:
+    """A shell pattern, cut into commands and canonicalised like a command line, so
+    that quoting and spacing do not matter on either side."""
+    pieces = []
+    for index, command in enumerate(shell.parse(_protect(pattern)).commands):
+        body, prefix = _split_prefix(command.text.replace(_BACKSLASH, "\\"))
+        regex = re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
+        op = _OP_KIND.get(command.op_before, command.op_before) if index else None
+        pieces.append(_Piece(regex, prefix or "*" in body, op))
+    return tuple(pieces)
+
+
+def _check_rule(rule: Rule, effect: str, tools: Mapping) -> None:
+    tool = tools.get(rule.tool)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        raise PolicyError(f"there is no tool {rule.tool!r} (tools: {known}), so it can "
+                          "never match")
+    if rule.pattern is None:
+        return
+    subject = getattr(tool, "subject", None)
+    if subject is None:
+        raise PolicyError(f"{rule.tool} declares no subject argument for a pattern to "
+                          f"match, so it can never match; write {rule.tool!r} for every "
+                          "call, or declare one: @tool(subject=...)")
+    kind = getattr(tool, "subject_kind", "text")
+    if kind != "shell":
+        return
+    line = shell.parse(_protect(rule.pattern))
+    if line.opaque in ("unbalanced quotes", "unbalanced parentheses", "unbalanced backticks"):
+        raise PolicyError(f"the pattern has {line.opaque}, so it can never match")
+    if effect == "allow" and len(line.commands) > 1:
+        raise PolicyError(
+            "an allow pattern matches one command, and a line is allowed when each of its "
+            "commands is; write one rule per command: "
+            + ", ".join(f"{rule.tool}({c.text.replace(_BACKSLASH, chr(92))})"
+                        for c in line.commands))
+    if effect == "allow" and line.opaque:
+        raise PolicyError(f"the pattern holds {line.opaque}, and a line with "
+                          f"{line.opaque} is never allowed by a pattern")
+    if not line.commands:
+        raise PolicyError("the pattern holds no command, so it can never match")
