@@ -275,16 +275,14 @@ class ApprovalLedger:
 
 
 def approval_request(call: ToolCall, description: str,
-                     record: PendingApproval | None = None,
-                     why: str | None = None) -> ToolApprovalRequest:
+                     record: PendingApproval | None = None) -> ToolApprovalRequest:
     """The ``ToolApprovalRequest`` a human sees for ``call`` (SPEC R3, §3).
 
     Args:
         call: the ``ToolCall`` waiting for approval.
         description: the tool's description (str).
-        record: its ``PendingApproval``, whose digest and ``why`` the request carries;
-            without one the digest is computed from the call's arguments.
-        why: why the call needs approval (str), used when there is no ``record``.
+        record: its ``PendingApproval``, whose digest the request carries; without one
+            the digest is computed from the call's arguments.
 
     Returns:
         The request; its ``arguments`` are the parsed JSON, or ``None`` when the
@@ -295,5 +293,4 @@ def approval_request(call: ToolCall, description: str,
     except (ValueError, RecursionError):
         arguments = None
     digest = record.digest if record is not None else arguments_digest(call.arguments)
-    return ToolApprovalRequest(call.id, call.name, arguments, description, digest,
-                               record.why if record is not None else why)
+    return ToolApprovalRequest(call.id, call.name, arguments, description, digest)

@@ -578,8 +578,7 @@ class FunctionInvokingChatClient:
             if ledger is not None:
                 record = ledger.issue(call, now, self.approval_ttl, verdict.why,
                                       verdict.rule, verdict.layer)
-            yield approval_request(call, self._tool(call.name).description, record,
-                                   verdict.why)
+            yield approval_request(call, self._tool(call.name).description, record)
         if ledger is not None:
             for call in run.turn.tool_calls:
                 verdict = run.verdicts.get(call.id)

@@ -274,11 +274,11 @@ class ToolApprovalRequest(AgentResponseUpdate):
         description: the tool's description (str).
         digest: SHA-256 (64 hex digits) of the RFC 8785 canonical arguments, which the
             decision is bound to (``agentflow.canonical``).
-        why: why this call needs approval (str): the tool always asks, what its
-            approval predicate answered (R18), or the policy rule that asks (R19).
 
     Answer it with ``request.approve()`` or ``request.reject(reason)``, which carry the
-    id and the digest, so the answer cannot be applied to other arguments.
+    id and the digest, so the answer cannot be applied to other arguments. Why the call
+    needs approval (R18, R19) is recorded with its pending approval:
+    ``session.approvals.pending[…].why``.
     """
 
     call_id: str
@@ -286,7 +286,6 @@ class ToolApprovalRequest(AgentResponseUpdate):
     arguments: Any
     description: str
     digest: str = ""
-    why: str | None = field(default=None, compare=False)
 
     def approve(self, approver: str | None = None, *, arguments: dict | None = None,
                 grant: "str | Grant | None" = None,
