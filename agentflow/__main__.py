@@ -5,6 +5,7 @@
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow replay CASE [--trace | --mermaid]    run a conformance case, show the flow
     agentflow pending --store URL [--json]         list the calls waiting for approval
+    agentflow policy check 'TOOL(SUBJECT)'         which policy rule decides a call
 """
 
 from __future__ import annotations
@@ -49,6 +50,16 @@ def main(argv=None) -> int:
     pending.add_argument("--store", required=True, metavar="URL",
                          help="sqlite:///sessions.db, postgresql://… or file:///folder")
     pending.add_argument("--json", action="store_true", help="one JSON object a line")
+    policy = commands.add_parser(
+        "policy", help="test approval policy rules without running a model")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    check = policy_commands.add_parser(
+        "check", help="print which rule in which layer decides a call, e.g. "
+                      "'run_command(rm -rf /)'")
+    check.add_argument("call", help="TOOL(SUBJECT): a built-in tool and the value of its "
+                                    "subject argument (the command, the path)")
+    check.add_argument("--policy", metavar="FILE", help="also the policy FILE, checked first "
+                                                       "(as agentflow chat --policy does)")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -123,6 +134,8 @@ def _dispatch(args) -> int:
         except (AgentflowError, ValueError, OSError, ImportError) as exc:
             print(f"agentflow: {exc}", file=sys.stderr)
             return 1
+    if args.command == "policy":
+        return _policy_check(args.call, args.policy)
     if args.command == "demo":
         from . import demo as demo_module
         if args.approve:
@@ -131,6 +144,42 @@ def _dispatch(args) -> int:
             return demo_module.main(False, args.deny or None)
         return demo_module.main()
     return 2
+
+
+def _policy_check(call: str, policy_file: str | None) -> int:
+    """``agentflow policy check 'run_command(rm -rf /)'``: the decision agentflow chat's
+    gate would take, and the rule and layer behind it (SPEC R18, R19)."""
+    from .builtin_tools import builtin_tools
+    from .chat import UsageError, policy_layers
+    from .function_invoking import gate_verdict
+    from .policy import Rule, PolicyError
+    tools = {t.name: t for t in builtin_tools()}
+    try:
+        parsed = Rule.parse(call)
+        run, layers = policy_layers(policy_file, tools)
+    except (PolicyError, UsageError) as exc:
+        print(f"agentflow: {exc}", file=sys.stderr)
+        return 2
+    tool = tools.get(parsed.tool)
+    if tool is None or (parsed.pattern is not None and tool.subject is None):
+        print(f"agentflow: policy check: write a built-in tool and its subject, e.g. "
+              f"'run_command(git status)' (tools: {', '.join(tools)})", file=sys.stderr)
+        return 2
+    arguments = {} if parsed.pattern is None else {tool.subject: parsed.pattern}
+    all_layers = ([run] if run else []) + layers
+    verdict = gate_verdict(tool, arguments, all_layers)
+    word = {"run": "runs without asking", "ask": "asks", "deny": "denied"}[verdict.action]
+    print(f"{call}: {word}")
+    if verdict.rule is not None:
+        sources = {layer.name: layer.source for layer in all_layers}
+        print(f"  rule:  {verdict.rule}")
+        print("  layer: " + "; ".join(f"{name} ({sources[name]})" if sources.get(name)
+                                      else name for name in verdict.layer.split("; ")))
+    else:
+        print(f"  no rule decides: {verdict.why or 'the tool needs no approval'}")
+    print(f"  layers checked: {', '.join(l.name for l in all_layers) or 'none'} "
+          "(session grants apply in a chat)")
+    return 0
 
 
 if __name__ == "__main__":

@@ -241,7 +241,8 @@ class ApprovalLedger:
             outcome, may_run, reason = "approved", True, None
         else:
             outcome, may_run, reason = "rejected", False, response.reason
-        granted = response.grant.rule if may_run and response.grant is not None else None
+        granted = ("; ".join(g.rule for g in response.grants)
+                   if may_run and response.grants else None)
         self.audit.append(AuditRecord(
             record.call_id, record.tool, record.digest, outcome, reason,
             response.approver if response is not None else None,

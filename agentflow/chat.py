@@ -10,8 +10,14 @@ Interactive on a terminal; in scripts, one message as an argument with
 before and saved (atomically) after every step; with --store URL --session ID it is
 kept in a session store (sqlite:///sessions.db, postgresql://…) instead.
 
+Approval policies (SPEC R19) decide before anyone is asked: --policy FILE, then the
+session's grants, then .agentflow/policy.json and ~/.config/agentflow/policy.json.
+At the prompt, [a] allows the exact call from now on (in the session or the project
+file) and [e] edits the arguments before they run.
+
 Exit status: 0 done, 1 error, 2 bad usage (a flag, a missing API key, a --session
-file that is not a session), 3 paused waiting for approval, 130 interrupted.
+file that is not a session, a policy file with a bad rule), 3 paused waiting for
+approval, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import os
 import re
 import shlex
 import sys
+import time
 
 from .builtin_tools import BUILTIN_NAMES
 from .errors import AgentflowError
+from .policy import PROJECT_FILE
 from .profiles import PROFILES
 from .session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
 from .types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
@@ -34,7 +42,7 @@ from .types import (AgentRunOptions, ChatMessage, Finish, FinishReason, Reasonin
 # chat starts, not with this module: `agentflow --help` should cost little more than
 # `import agentflow` (make bench).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-ALWAYS = "always_approve"  # session.state key: tools approved for the rest of the session
+ALWAYS = "always_approve"  # old session.state key (tools always approved): now grants
 SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with
 _REMEMBERED = {"base_url": None, "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
                "system": None, "tools": ",".join(BUILTIN_NAMES), "max_rounds": 40,
@@ -95,6 +103,10 @@ def add_arguments(parser) -> None:
                         help="write one JSON object per update to stdout (see the README)")
     parser.add_argument("--respond", action="append", default=[], metavar="CALL_ID=yes|no[:REASON]",
                         help="answer a paused session's call (repeatable; needs --session)")
+    parser.add_argument("--policy", metavar="FILE",
+                        help="an approval policy (JSON: deny / ask / allow rules) checked "
+                             f"first, before the session's grants, {PROJECT_FILE} and "
+                             "~/.config/agentflow/policy.json")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -149,9 +161,15 @@ class Chat:
             raise UsageError(f"--tools: {exc}") from None
         self.tools = {t.name: t for t in tools}
         client = self._client(settings)
+        self.workspace = os.getcwd()
+        run_policy, layers = policy_layers(args.policy, self.tools)
         session.state[SETTINGS] = settings
-        self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools)
-        self.options = AgentRunOptions(max_rounds=settings["max_rounds"])
+        self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools,
+                                     policy=layers)
+        self.options = AgentRunOptions(max_rounds=settings["max_rounds"], policy=run_policy)
+        for name in session.state.pop(ALWAYS, []):  # what 'always' meant before grants
+            if name in self.tools:
+                session.approvals.grant(name, time.time(), approver=_user())
 
     def _client(self, settings: dict):
         """The provider client, after checking the endpoint and the key: a URL
@@ -281,24 +299,15 @@ class Chat:
                     else r.reject("denied by --deny-all", approver) for r in requests]
         if not self.interactive or self.args.json:
             return None
-        always = self.session.state.setdefault(ALWAYS, [])
         responses = []
         for request in requests:
-            if request.name in always:
-                self.say(f"  (approved: you said 'always' for {request.name})")
-                responses.append(request.approve(approver))
-                continue
             self.show(request)
             try:
-                approved, reason = self.ask(request.name)
+                response = self.ask(request, approver)
             except Quit:
                 self.save()
                 return None
-            if approved == "always":
-                always.append(request.name)
-                approved = True
-            responses.append(request.approve(approver) if approved
-                             else request.reject(reason, approver))
+            responses.append(response)
         self.save()
         return responses
 
@@ -306,23 +315,30 @@ class Chat:
         self.say(f"\n── approval needed ── {request.call_id}")
         self.say(f"tool:        {request.name}")
         self.say(f"description: {request.description.splitlines()[0] if request.description else ''}")
+        why = self.why(request)
+        if why and why != f"{request.name} always asks":
+            self.say(f"why:         {why}")
         arguments = (json.dumps(request.arguments, indent=2, ensure_ascii=False)
                      if request.arguments is not None else "(not valid JSON)")
         self.say("arguments:\n" + "\n".join("  " + line for line in arguments.splitlines()))
-        shown = self._preview(request)
+        self.preview(request.name, request.arguments)
+
+    def preview(self, name: str, arguments) -> None:
+        """Show the tool's preview of ``arguments`` (the command line, a diff), if any."""
+        shown = self._preview(name, arguments)
         if shown:
             self.say(shown.rstrip("\n"))
 
-    def _preview(self, request: ToolApprovalRequest) -> str | None:
-        preview = getattr(self.tools.get(request.name), "preview", None)
-        if preview is None or not isinstance(request.arguments, dict):
+    def _preview(self, name: str, arguments) -> str | None:
+        preview = getattr(self.tools.get(name), "preview", None)
+        if preview is None or not isinstance(arguments, dict):
             return None
-        return preview(request.arguments)
+        return preview(arguments)
 
     def summary(self, request: ToolApprovalRequest) -> str:
         """One line that lets a user judge a call without the prompt: the command
         line, a write's path and diff size, or else the arguments as JSON."""
-        shown = self._preview(request)
+        shown = self._preview(request.name, request.arguments)
         if shown and shown.startswith("$ "):
             return " ⏎ ".join(shown.splitlines())
         if shown and request.name == "write_file":
@@ -337,16 +353,27 @@ class Chat:
             return "(arguments are not valid JSON)"
         return json.dumps(request.arguments, ensure_ascii=False)
 
-    def ask(self, tool_name: str):
+    def why(self, request: ToolApprovalRequest) -> str | None:
+        """Why the call needs approval, as recorded at the gate (R18, R19)."""
+        return next((r.why for r in self.session.approvals.pending
+                     if r.call_id == request.call_id), None)
+
+    def ask(self, request: ToolApprovalRequest, approver) -> ToolApprovalResponse:
         while True:
-            answer = self.read(f"approve? [y]es, [n]o, [a]lways {tool_name}, [q]uit: ")
+            answer = self.read("approve? [y]es, [n]o, [a]llow from now on, [e]dit, [q]uit: ")
             answer = answer.strip().lower()
             if answer in ("y", "yes"):
-                return True, None
+                return request.approve(approver)
             if answer in ("n", "no"):
-                return False, self.read("reason (optional): ").strip() or None
-            if answer in ("a", "always"):
-                return "always", None
+                return request.reject(self.read("reason (optional): ").strip() or None, approver)
+            if answer in ("a", "allow", "always"):
+                response = self.allow_from_now_on(request, approver)
+                if response is not None:
+                    return response
+            if answer in ("e", "edit"):
+                response = self.edit(request, approver)
+                if response is not None:
+                    return response
             if answer in ("q", "quit"):
                 raise Quit()
 
@@ -356,6 +383,124 @@ class Chat:
         except EOFError:  # Ctrl-D: like q, the call stays pending
             self.say()
             raise Quit() from None
+
+    # -- [a]: allow this exact call from now on (R19) --------------------------------------
+
+    def allow_from_now_on(self, request, approver) -> ToolApprovalResponse | None:
+        """Write the rules that allow exactly this call, in the session or the project
+        file; ``None`` when no rule can, or the user went back."""
+        from .policy import exact_rules
+        tool = self.tools.get(request.name)
+        arguments = request.arguments if isinstance(request.arguments, dict) else None
+        rules = exact_rules(tool, arguments) if tool is not None else []
+        if not rules:
+            self.say("  no rule can allow exactly this call (what it runs cannot be read "
+                     "from its text); answer y to run it once")
+            return None
+        self.say("  allow from now on: " + ", ".join(rules))
+        why = self.why(request) or ""
+        if why.startswith("policy: ask rule"):
+            self.say(f"  note: {why[len('policy: '):]} still asks for such calls")
+        while True:
+            scope = self.read(f"  keep it in the [s]ession or the [p]roject file "
+                              f"({PROJECT_FILE}), or [b]ack: ").strip().lower()
+            if scope in ("b", "back"):
+                return None
+            if scope in ("s", "session"):
+                return request.approve(approver, grant=rules if len(rules) > 1 else rules[0])
+            if scope in ("p", "project"):
+                self.write_project_rules(rules)
+                return request.approve(approver)
+
+    def write_project_rules(self, rules) -> None:
+        from .policy import ApprovalPolicy
+        path = os.path.join(self.workspace, PROJECT_FILE)
+        project = (ApprovalPolicy.load(path, "project") if os.path.exists(path)
+                   else ApprovalPolicy(name="project", source=path))
+        for rule in rules:
+            project.add("allow", rule)
+        project.save(path)
+        self.say(f"  wrote {', '.join(rules)} to {path}")
+        layers = self.agent.chat_client.policies
+        project.source = path
+        at = next((i for i, layer in enumerate(layers) if layer.name == "project"), None)
+        if at is None:
+            layers.insert(0, project)
+        else:
+            layers[at] = project
+
+    # -- [e]: edit the arguments before they run (R20) ---------------------------------------
+
+    def edit(self, request, approver) -> ToolApprovalResponse | None:
+        import difflib
+        from .policy import decide
+        from .tools import schema_errors
+        tool = self.tools.get(request.name)
+        if tool is None or not isinstance(request.arguments, dict):
+            self.say("  these arguments cannot be edited (not a JSON object)")
+            return None
+        subject = tool.subject
+        value = request.arguments.get(subject) if subject else None
+        if isinstance(value, str) and "\n" not in value and len(request.arguments) == 1:
+            self.say(f"  {subject}: {value}")
+            typed = self.read(f"  new {subject} (empty: keep): ")
+            edited = {subject: typed} if typed.strip() else dict(request.arguments)
+        else:
+            edited = self.edit_in_editor(request.arguments)
+            if edited is None:
+                return None
+        problems = schema_errors(tool.parameters, edited)
+        if problems:
+            self.say("  the edit does not fit the tool: " + "; ".join(problems))
+            return None
+        verdict, _ = decide(self.layers(), tool, edited)
+        if verdict is not None and verdict.effect == "deny":
+            self.say(f"  the edited call is denied by policy ({verdict.rule}, {verdict.layer})")
+            return None
+        before = json.dumps(request.arguments, indent=2, ensure_ascii=False).splitlines(True)
+        after = json.dumps(edited, indent=2, ensure_ascii=False).splitlines(True)
+        diff = "".join(difflib.unified_diff(before, after, "arguments (model)",
+                                            "arguments (edited)"))
+        self.say(diff.rstrip("\n") if diff else "  (no change)")
+        self.preview(request.name, edited)
+        answer = self.read("  run the edited call? [y]es, [n]o (back): ")
+        if answer.strip().lower() in ("y", "yes"):
+            return request.approve(approver, arguments=edited)
+        return None
+
+    def edit_in_editor(self, arguments: dict) -> dict | None:
+        import subprocess
+        import tempfile
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        fd, path = tempfile.mkstemp(prefix="agentflow-edit-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(arguments, handle, indent=2, ensure_ascii=False)
+                handle.write("\n")
+            subprocess.run([*shlex.split(editor), path], check=False)
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        finally:
+            os.unlink(path)
+        try:
+            edited = json.loads(text)
+        except ValueError as exc:
+            self.say(f"  the edited arguments are not valid JSON: {exc}")
+            return None
+        if not isinstance(edited, dict):
+            self.say("  the edited arguments must be a JSON object")
+            return None
+        return edited
+
+    def layers(self) -> list:
+        """The policy layers in the loop's order: --policy, the session's grants, the
+        project and user files (R19)."""
+        from .policy import ApprovalPolicy
+        layers = [self.options.policy] if self.options.policy is not None else []
+        grants = self.session.approvals.active_grants(time.time())
+        if grants:
+            layers.append(ApprovalPolicy(allow=[g.rule for g in grants], name="session"))
+        return layers + self.agent.chat_client.policies
 
     def paused(self) -> int:
         """Say which calls wait and how to answer them; returns ``EXIT_PAUSED``."""
@@ -494,6 +639,26 @@ def _sigint_deferred():
         yield
     finally:
         mask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def policy_layers(policy_file, tools) -> tuple:
+    """``(run_policy, [project, user])`` for ``agentflow chat``: the ``--policy`` file
+    (``None`` without one) and the standard files, each checked against every built-in
+    tool (a rule on a built-in that is switched off in this run is kept, and simply
+    cannot apply). Raises ``UsageError`` naming the file and the rule."""
+    from .builtin_tools import builtin_tools
+    from .errors import PolicyError
+    from .policy import ApprovalPolicy, standard_layers
+    catalogue = {t.name: t for t in builtin_tools()}
+    try:
+        run = ApprovalPolicy.load(policy_file, "--policy") if policy_file else None
+        layers = standard_layers(".")
+        for layer in ([run] if run else []) + layers:
+            layer.check(catalogue)
+    except (PolicyError, OSError) as exc:
+        raise UsageError(f"policy: {exc}") from None
+    names = set(tools)
+    return (run and run.restricted(names)), [layer.restricted(names) for layer in layers]
 
 
 def _user() -> str | None:

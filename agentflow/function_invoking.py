@@ -450,13 +450,14 @@ class FunctionInvokingChatClient:
             if response is None or not response.approved:
                 continue
             tool = self._tool(call.name)
-            if response.grant is not None:
+            if response.grants:
                 if run.approvals is None:
                     raise ApprovalError(f"the answer to {call.id} carries a grant, but there "
                                         "is no session to keep it in. Nothing was executed.",
                                         [call.id])
                 try:
-                    policies.ApprovalPolicy(allow=[response.grant.rule]).check(self._by_name)
+                    policies.ApprovalPolicy(allow=[g.rule for g in response.grants]).check(
+                        self._by_name)
                 except PolicyError as exc:
                     raise ApprovalError(f"the grant with the answer to {call.id} cannot be "
                                         f"used: {exc}. Nothing was executed.",
@@ -513,9 +514,8 @@ class FunctionInvokingChatClient:
                                      edited and arguments_digest(edited))
             if decision.may_run and edited is not None:
                 call.arguments = edited  # R20: the stored call shows what really ran
-            if decision.may_run and response.grant is not None:
-                ledger.grant(response.grant.rule, now, response.grant.ttl,
-                             response.approver, call.id)
+            for grant in response.grants if decision.may_run else ():
+                ledger.grant(grant.rule, now, grant.ttl, response.approver, call.id)
             return decision
 
         failed = yield from self._answer(run, run.pending, answer_without_running)
@@ -560,7 +560,8 @@ class FunctionInvokingChatClient:
             tool = self._tool(call.name)
             if tool is None:
                 continue  # R14: answered "unknown tool", never run
-            verdict = run.verdicts[call.id] = self._verdict(call, tool, layers)
+            arguments = _object_or_none(call.arguments)
+            verdict = run.verdicts[call.id] = gate_verdict(tool, arguments, layers)
             # Automatic decisions are audited: every rule's, and a risky tool let run by
             # its own check. Asking by the tool's own answer is recorded with the ask.
             if ledger is not None and (verdict.rule is not None
@@ -586,33 +587,6 @@ class FunctionInvokingChatClient:
                     ledger.hold_denial(call, verdict.rule, verdict.layer)
         run.finish_reason = FinishReason.AWAITING_APPROVAL
         return LoopEvent.APPROVAL_NEEDED
-
-    def _verdict(self, call: ToolCall, tool: Tool, layers: list) -> Verdict:
-        """The gate's decision on one call: the policy's rules (R19), else the tool's
-        own answer, asked once and failing closed (R18)."""
-        arguments = _object_or_none(call.arguments)
-        decided, note = policies.decide(layers, tool, arguments)
-        if decided is not None:
-            action = {"allow": "run", "deny": "deny", "ask": "ask"}[decided.effect]
-            why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
-            return Verdict(action, why, decided.rule, decided.layer)
-        if not tool.requires_approval():
-            return Verdict("run")
-        note = f"; {note}" if note else ""
-        if arguments is None:
-            return Verdict("ask", "its arguments are not a JSON object, so it asks" + note)
-        try:
-            answer = tool.needs_approval(arguments)
-        except Exception as exc:  # fail closed (R18)
-            return Verdict("ask", f"the approval check failed ({type(exc).__name__}: "
-                                  f"{exc}), so it asks{note}")
-        if not answer:
-            return Verdict("run", "its approval check let it run without asking")
-        if isinstance(answer, str) and answer.strip():
-            return Verdict("ask", answer.strip() + note)
-        if getattr(tool, "when", None) is not None:
-            return Verdict("ask", "its approval check asked" + note)
-        return Verdict("ask", f"{tool.name} always asks" + note)
 
     def _invoke_all(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         def answer_without_running(call: ToolCall) -> str | None:
@@ -748,6 +722,43 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str],
                             f"{'; '.join(problems)} ({hint}). Nothing was executed.",
                             unknown + already + twice + begun)
     return by_id
+
+
+def gate_verdict(tool: Tool, arguments, layers) -> Verdict:
+    """The gate's decision on one call (SPEC R18, R19): the policy's rules, else the
+    tool's own answer, asked once and failing closed.
+
+    Args:
+        tool: the ``Tool`` called.
+        arguments: the parsed arguments (dict), or ``None`` when the model's text is
+            not a JSON object.
+        layers: the ``ApprovalPolicy`` layers, first first.
+
+    Returns:
+        A ``Verdict``.
+    """
+    decided, note = policies.decide(layers, tool, arguments)
+    if decided is not None:
+        action = {"allow": "run", "deny": "deny", "ask": "ask"}[decided.effect]
+        why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
+        return Verdict(action, why, decided.rule, decided.layer)
+    if not tool.requires_approval():
+        return Verdict("run")
+    note = f"; {note}" if note else ""
+    if arguments is None:
+        return Verdict("ask", "its arguments are not a JSON object, so it asks" + note)
+    try:
+        answer = tool.needs_approval(arguments)
+    except Exception as exc:  # fail closed (R18)
+        return Verdict("ask", f"the approval check failed ({type(exc).__name__}: "
+                              f"{exc}), so it asks{note}")
+    if not answer:
+        return Verdict("run", "its approval check let it run without asking")
+    if isinstance(answer, str) and answer.strip():
+        return Verdict("ask", answer.strip() + note)
+    if getattr(tool, "when", None) is not None:
+        return Verdict("ask", "its approval check asked" + note)
+    return Verdict("ask", f"{tool.name} always asks" + note)
 
 
 def _object_or_none(text: str):

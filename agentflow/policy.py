@@ -154,6 +154,13 @@ class ApprovalPolicy:
         rules.append(rule)
         return True
 
+    def restricted(self, names) -> "ApprovalPolicy":
+        """A copy holding only the rules about the tools in ``names`` (e.g. the tools
+        of one run, after ``check`` against all of them)."""
+        keep = set(names)
+        return ApprovalPolicy(*([t for t in getattr(self, effect) if Rule.parse(t).tool in keep]
+                                for effect in EFFECTS), name=self.name, source=self.source)
+
     def check(self, tools) -> None:
         """Refuse rules that can never match ``tools`` (``Tool`` objects or a mapping of
         name → ``Tool``): an unknown tool, a pattern on a tool without a subject, a
@@ -236,7 +243,7 @@ def standard_layers(project_dir=".") -> list[ApprovalPolicy]:
         PolicyError: a file that exists is not a valid policy.
     """
     layers = []
-    for name, path in (("project", os.path.join(project_dir, PROJECT_FILE)),
+    for name, path in (("project", os.path.abspath(os.path.join(project_dir, PROJECT_FILE))),
                        ("user", user_policy_path())):
         if os.path.isfile(path):
             layers.append(ApprovalPolicy.load(path, name))

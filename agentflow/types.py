@@ -297,14 +297,16 @@ class ToolApprovalRequest(AgentResponseUpdate):
             arguments: edited arguments (dict) to run instead of the model's; checked
                 against the tool's schema before anything runs (R20). The digest still
                 binds the answer to the arguments shown.
-            grant: an allow rule (str, e.g. ``"run_command(git status)"``) added to the
-                session's grants, so matching calls run without asking (R19).
+            grant: an allow rule (str, e.g. ``"run_command(git status)"``), or a list of
+                them, added to the session's grants, so matching calls run without
+                asking (R19).
             grant_ttl: seconds the grant lasts (``None``: as long as the session).
         """
         if grant_ttl is not None:
             if grant is None:
                 raise TypeError("grant_ttl needs a grant")
-            grant = Grant(grant if isinstance(grant, str) else grant.rule, grant_ttl)
+            rules = grant if isinstance(grant, (list, tuple)) else [grant]
+            grant = [Grant(r if isinstance(r, str) else r.rule, grant_ttl) for r in rules]
         return ToolApprovalResponse(self.call_id, True, digest=self.digest or None,
                                     approver=approver, arguments=arguments, grant=grant)
 
@@ -372,9 +374,17 @@ class ToolApprovalResponse:
     ``approver`` (optional): who decided, kept in the session's audit trail.
     ``arguments`` (optional dict, approvals only): the call runs with these instead, once
     they fit the tool's schema; the stored call is rewritten to them (R20).
-    ``grant`` (optional, approvals only): an allow rule (str or ``Grant``) added to the
-    session, so matching calls no longer ask (R19).
+    ``grant`` (optional, approvals only): an allow rule (str or ``Grant``), or a list of
+    them, added to the session, so matching calls no longer ask (R19).
     """
+
+    @property
+    def grants(self) -> tuple:
+        """``grant`` as a tuple of ``Grant`` objects (empty without one)."""
+        if self.grant is None:
+            return ()
+        return self.grant if isinstance(self.grant, tuple) else (self.grant,)
+
 
     call_id: str
     approved: bool
@@ -401,14 +411,22 @@ class ToolApprovalResponse:
         if self.arguments is not None and not isinstance(self.arguments, dict):
             raise TypeError(f"ToolApprovalResponse.arguments must be a dict (a JSON "
                             f"object) or None, got {type(self.arguments).__name__}")
-        if isinstance(self.grant, str):
-            object.__setattr__(self, "grant", Grant(self.grant))
-        elif self.grant is not None and not isinstance(self.grant, Grant):
-            raise TypeError(f"ToolApprovalResponse.grant must be a rule (str), a Grant or "
-                            f"None, got {type(self.grant).__name__}")
+        if isinstance(self.grant, (list, tuple)):  # one rule per command of a line
+            object.__setattr__(self, "grant", tuple(_grant(g) for g in self.grant))
+        elif self.grant is not None:
+            object.__setattr__(self, "grant", _grant(self.grant))
         if not self.approved and (self.arguments is not None or self.grant is not None):
             raise TypeError("edited arguments and grants go with an approval "
                             "(approved=True), not with a rejection")
+
+
+def _grant(value) -> Grant:
+    if isinstance(value, str):
+        return Grant(value)
+    if not isinstance(value, Grant):
+        raise TypeError(f"ToolApprovalResponse.grant must be a rule (str), a Grant, a list "
+                        f"of them or None, got {type(value).__name__}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ RUN_COMMAND_DESCRIPTION = ("Run a shell command on this machine and return its e
                            "status and output.")
 WRITE_FILE_DESCRIPTION = "Write a text file, replacing what it held."
 ALL_TOOLS = ["run_command", "read_file", "list_dir", "write_file"]
+PROMPT = "approve? [y]es, [n]o, [a]llow from now on, [e]dit, [q]uit: "
 
 
 def child_env(**extra) -> dict:
@@ -37,7 +38,8 @@ def child_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "AGENTFLOW_"))}
     env.update(USER=USER, LOGNAME=USER, PYTHONIOENCODING="utf-8", TERM="dumb",
-               OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1")
+               OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+               XDG_CONFIG_HOME=str(REPO / "tests" / "no-such-config"))  # no user policy
     env.update(extra)
     return env
 
@@ -142,17 +144,19 @@ def audit_summary(session_json: dict) -> list[tuple]:
             for r in session_json["approvals"]["audit"]]
 
 
-def run_command_block(call_id: str, command: str) -> str:
-    """What the approval prompt shows for ``run_command(command)``."""
+def run_command_block(call_id: str, command: str, why: str | None = None) -> str:
+    """What the approval prompt shows for ``run_command(command)``; ``why`` when the
+    gate recorded more than "run_command always asks"."""
     return (f"── approval needed ── {call_id}\n"
             "tool:        run_command\n"
             f"description: {RUN_COMMAND_DESCRIPTION}\n"
+            + (f"why:         {why}\n" if why else "") +
             "arguments:\n"
             "  {\n"
             f"    \"command\": {json.dumps(command)}\n"
             "  }\n"
             f"$ {command}\n"
-            "approve? [y]es, [n]o, [a]lways run_command, [q]uit: ")
+            f"{PROMPT}")
 
 
 def slow_reply(first_word: str, rest: str) -> Reply:

@@ -21,7 +21,7 @@ import pytest
 
 from agentflow.replay import Reply, ReplayServer, chat_stream
 
-from helpers_cli import (ALL_TOOLS, KEY, REPO, RUN_COMMAND_DESCRIPTION, USER,
+from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, USER,
                          WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
                          child_env, ctrl_c_when_waiting, digest, json_lines, pause_text,
                          pty_chat, run_agentflow, run_chat, run_command_block, saved,
@@ -98,30 +98,40 @@ def test_n_with_a_reason_sends_rejected_reason_and_runs_nothing(server, tmp_path
                                     "rejected", "too risky", USER)]
 
 
-def test_a_approves_the_tool_for_the_rest_of_the_session(server, tmp_path):
-    """``a`` approves the call and every later call of the same tool in the session
-    (a later turn is not asked); another tool is still asked about. A blank reason
-    sends the default ``Rejected: User denied``."""
-    server.queue(calls_reply(("call_1", "run_command", {"command": "echo one"})))
+def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(server,
+                                                                          tmp_path):
+    """``a`` shows the rules that allow exactly this call (one per command of a chain)
+    and asks where to keep them: ``s`` grants them in the session, ``p`` writes them
+    to .agentflow/policy.json. Later matching calls run without asking, and the audit
+    names the rule and the layer; another call is still asked about (SPEC R19)."""
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo one && echo two"})))
     server.queue(chat_stream("One is done."))
-    server.queue(calls_reply(("call_2", "run_command", {"command": "echo two"}),
-                             ("call_3", "write_file", {"path": "x.txt", "content": "x\n"})))
+    server.queue(calls_reply(("call_2", "run_command", {"command": "echo two"})))
+    server.queue(calls_reply(("call_3", "write_file", {"path": "x.txt", "content": "x\n"})))
     server.queue(chat_stream("Two is done."))
+    server.queue(calls_reply(("call_4", "write_file", {"path": "x.txt", "content": "y\n"})))
+    server.queue(calls_reply(("call_5", "run_command", {"command": "echo three"})))
+    server.queue(chat_stream("Three."))
     session = tmp_path / "s.json"
 
     chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
     chat.expect("you> ")
     chat.send("first")
-    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "echo one"))
+    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "echo one && echo two"))
     chat.send("a")
-    assert chat.expect("you> ") == ("a\n"
-                                    "  [run_command] exit status 0 ⏎ one\n"
+    assert chat.expect("[b]ack: ") == (
+        "a\n"
+        "  allow from now on: run_command(echo one), run_command(echo two)\n"
+        "  keep it in the [s]ession or the [p]roject file (.agentflow/policy.json), or [b]ack: ")
+    chat.send("s")
+    assert chat.expect("you> ") == ("s\n"
+                                    "  [run_command] exit status 0 ⏎ one ⏎ two\n"
                                     "assistant> One is done.\n"
                                     "you> ")
     chat.send("second")
     shown = chat.expect("[q]uit: ")
     assert shown == ("second\n"
-                     "  (approved: you said 'always' for run_command)\n"
+                     "  [run_command] exit status 0 ⏎ two\n"
                      "\n── approval needed ── call_3\n"
                      "tool:        write_file\n"
                      f"description: {WRITE_FILE_DESCRIPTION}\n"
@@ -134,31 +144,46 @@ def test_a_approves_the_tool_for_the_rest_of_the_session(server, tmp_path):
                      "+++ x.txt\n"
                      "@@ -0,0 +1 @@\n"
                      "+x\n"
-                     "approve? [y]es, [n]o, [a]lways write_file, [q]uit: ")
+                     f"{PROMPT}")
+    chat.send("a")
+    assert chat.expect("[b]ack: ").startswith("a\n  allow from now on: write_file(x.txt)\n")
+    chat.send("p")
+    policy_file = tmp_path / ".agentflow" / "policy.json"
+    assert chat.expect("you> ") == (f"p\n  wrote write_file(x.txt) to {policy_file}\n"
+                                    "  [write_file] wrote 2 bytes to x.txt\n"
+                                    "assistant> Two is done.\n"
+                                    "you> ")
+    chat.send("third")
+    assert chat.expect("[q]uit: ") == ("third\n  [write_file] wrote 2 bytes to x.txt\n\n"
+                                       + run_command_block(
+                                           "call_5", "echo three", "run_command always "
+                                           "asks; no allow rule matches this call"))
     chat.send("n")
     chat.expect("reason (optional): ")
     chat.send("")
-    assert chat.expect("you> ") == ("\n"
-                                    "  [run_command] exit status 0 ⏎ two\n"
-                                    "  [write_file] Rejected: User denied\n"
-                                    "assistant> Two is done.\n"
-                                    "you> ")
+    assert chat.expect("you> ") == ("\n  [run_command] Rejected: User denied\n"
+                                    "assistant> Three.\nyou> ")
     chat.send("")
     assert chat.wait() == 0
-    assert chat.text.count("approve? ") == 2  # call_1 and call_3; never call_2
+    assert chat.text.count("approve? ") == 3  # call_1, call_3, call_5; never 2 or 4
 
-    assert len(server.requests) == 4
-    assert server.requests[3].json["messages"][-2:] == [
-        tool_message("call_2", "exit status 0\ntwo\n"),
-        tool_message("call_3", "Rejected: User denied")]
-    assert not (tmp_path / "x.txt").exists()
+    assert json.loads(policy_file.read_text()) == {"deny": [], "ask": [],
+                                                   "allow": ["write_file(x.txt)"]}
+    assert (tmp_path / "x.txt").read_text() == "y\n"
     data = saved(session)
-    assert data["state"]["always_approve"] == ["run_command"]
+    assert [(g["rule"], g["approver"], g["call_id"], g["expires_at"])
+            for g in data["approvals"]["grants"]] == [
+        ("run_command(echo one)", USER, "call_1", None),
+        ("run_command(echo two)", USER, "call_1", None)]
     # the session also remembers what the chat was started with, for a later --session run
     assert data["state"]["chat"]["base_url"] == server.base_url
-    assert [(r[0], r[3], r[4]) for r in audit_summary(data)] == [
-        ("call_1", "approved", None), ("call_2", "approved", None),
-        ("call_3", "rejected", None)]
+    assert [(r["call_id"], r["outcome"], r["rule"], r["layer"], r["grant"])
+            for r in data["approvals"]["audit"]] == [
+        ("call_1", "approved", None, None, "run_command(echo one); run_command(echo two)"),
+        ("call_2", "allowed", "run_command(echo two)", "session", None),
+        ("call_3", "approved", None, None, None),
+        ("call_4", "allowed", "write_file(x.txt)", "project", None),
+        ("call_5", "rejected", None, None, None)]
 
 
 def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path):
@@ -232,7 +257,7 @@ def test_write_file_prompt_shows_the_unified_diff(server, tmp_path):
                                        "-two\n"
                                        "+2\n"
                                        " three\n"
-                                       "approve? [y]es, [n]o, [a]lways write_file, [q]uit: ")
+                                       f"{PROMPT}")
     assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "one\ntwo\nthree\n"
     chat.send("y")
     assert chat.wait() == 0
