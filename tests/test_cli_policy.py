@@ -5,6 +5,8 @@ test_cli_chat.py."""
 from __future__ import annotations
 
 import json
+import pathlib
+import re
 import shlex
 import sys
 
@@ -21,6 +23,13 @@ README_POLICY = {  # the file the README shows
     "ask": [],
     "allow": ["run_command(git status)", "run_command(ls *)"],
 }
+
+
+def test_the_readme_shows_this_policy():
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Approval policies", 1)[1]
+    shown = re.search(r"```json\n(.*?)```", section, re.S).group(1)
+    assert json.loads(shown) == README_POLICY
 
 
 def write_project_policy(folder, policy=README_POLICY):
