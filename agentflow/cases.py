@@ -15,6 +15,7 @@ from .agent import ChatClientAgent
 from .agent import Context, ContextProvider
 from .errors import AgentflowError
 from .openai_client import OpenAIChatClient
+from .policy import ApprovalPolicy
 from .replay import Reply, ReplayServer
 from .session import AgentSession
 from .tools import Tool
@@ -34,11 +35,22 @@ class CaseTool(Tool):
         self.description = spec.get("description", "")
         self.parameters = spec.get("parameters") or {"type": "object", "properties": {}}
         self._approval = bool(spec.get("requires_approval"))
+        self._when = spec.get("approval_when")  # agentflow suite (R18)
+        self.subject = spec.get("subject")  # agentflow suite (R19)
+        self.subject_kind = spec.get("subject_kind", "text")
         self._behaviour = spec.get("behaviour") or {"kind": "return", "value": "ok"}
         self._executions = executions
 
     def requires_approval(self) -> bool:
         return self._approval
+
+    def needs_approval(self, arguments: dict):
+        when = self._when
+        if not self._approval or when is None:
+            return self._approval
+        if "raise" in when:
+            raise type(when["raise"]["type"], (Exception,), {})(when["raise"]["message"])
+        return arguments[when["argument"]] > when["above"]
 
     def invoke(self, arguments: dict) -> str:
         self._executions.append({"tool": self.name, "arguments": arguments})
@@ -110,10 +122,12 @@ class CaseDriver:
                                   base_url=message["base_url"],
                                   api_key=message.get("api_key", ""),
                                   profile=message.get("profile"))
+        policy = message.get("policy")  # agentflow suite (R19)
         self.agent = ChatClientAgent(
             client, instructions=message.get("instructions"),
             tools=[CaseTool(t, self.executions) for t in message.get("tools", [])],
-            context_providers=[StaticContext(c) for c in message.get("context_providers", [])])
+            context_providers=[StaticContext(c) for c in message.get("context_providers", [])],
+            policy=ApprovalPolicy.from_dict(policy) if policy else None)
         self.agent.chat_client.on_transition = self.on_transition
         self.session = AgentSession()
         return {"type": "ready", "implementation": f"agentflow {agentflow.__version__}"}
@@ -127,7 +141,8 @@ class CaseDriver:
         options = AgentRunOptions(**{k: v for k, v in (message.get("options") or {}).items()
                                      if k in _OPTION_NAMES})
         responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"),
-                                          a.get("digest"), a.get("approver"))
+                                          a.get("digest"), a.get("approver"),
+                                          a.get("arguments"), a.get("grant"))
                      for a in message.get("approvals", [])]
         if responses:
             options = options.with_tool_approval_responses(responses)

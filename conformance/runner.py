@@ -297,6 +297,8 @@ def run_case(case: dict, make_driver) -> Outcome:
                  "context_providers": case.get("context_providers", [])}
         if "profile" in case:
             setup["profile"] = case["profile"]
+        if "policy" in case:  # agentflow suite (R19)
+            setup["policy"] = case["policy"]
         ready = driver.setup(setup)
         if ready.get("type") != "ready":
             raise Mismatch(f"setup: expected a 'ready' answer, got {json.dumps(ready)[:200]}")
