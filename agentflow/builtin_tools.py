@@ -1,10 +1,13 @@
 """The tools of ``agentflow chat``: run a command and write a file (both wait for
-approval), read a file and list a folder (both capped in size).
+approval), read a file and list a folder (both capped in size; they run without asking
+inside the workspace and ask outside it or for a secret file, ``workspace.py``).
 
-Each tool's ``preview(arguments)`` is what the approval prompt shows besides the
-arguments: the exact command line, or the diff a write would make. Each declares its
-subject for approval policies (SPEC R19): ``run_command`` its command line (a shell
-subject), the file tools their path.
+Every tool works in the workspace: relative paths are opened from it and commands run
+in it. Each tool's ``preview(arguments)`` is what the approval prompt shows besides the
+arguments: the exact command line (with a warning for each path it names outside the
+workspace or secret), or the diff a write would make. Each declares its subject for
+approval policies (SPEC R19): ``run_command`` its command line (a shell subject), the
+file tools their path.
 
 ``run_command`` starts the command in a process group of its own, so that a timeout
 can kill everything it started; the same happens when the run is interrupted (Ctrl-C,
@@ -21,6 +24,7 @@ import signal
 import subprocess
 
 from .tools import ApprovalRequiredTool, FunctionTool, Tool
+from .workspace import SECRET_FILES, Workspace
 
 BUILTIN_NAMES = ("run_command", "read_file", "list_dir", "write_file")
 
@@ -44,17 +48,20 @@ _GUARDED = ('exec 3<&0 </dev/null; ( read -r _ <&3; kill -s KILL 0 ) & watcher=$
             'exit "$status"')
 
 
-def _start(command: str) -> tuple[subprocess.Popen, int | None]:
-    """Start ``command`` in a process group of its own that dies with this process;
-    returns the process and the write end of its lifeline pipe (``None`` off POSIX)."""
+def _start(command: str, cwd: str) -> tuple[subprocess.Popen, int | None]:
+    """Start ``command`` in the folder ``cwd``, in a process group of its own that dies
+    with this process; returns the process and the write end of its lifeline pipe
+    (``None`` off POSIX)."""
     if os.name != "posix":
         return subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT), None
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                cwd=cwd), None
     lifeline, keep = os.pipe()  # both close-on-exec: only the read end is handed over
     try:
         process = subprocess.Popen(["/bin/sh", "-c", _GUARDED, "sh", command],
                                    stdin=lifeline, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+                                   stderr=subprocess.STDOUT, start_new_session=True,
+                                   cwd=cwd)
     except BaseException:
         os.close(keep)
         raise
@@ -71,8 +78,8 @@ def _kill_group(process: subprocess.Popen) -> None:
 
 
 class _Previewed(ApprovalRequiredTool):
-    def __init__(self, tool: Tool, preview):
-        super().__init__(tool)
+    def __init__(self, tool: Tool, preview, when=None):
+        super().__init__(tool, when)
         self._preview = preview
 
     def preview(self, arguments: dict) -> str | None:
@@ -84,14 +91,20 @@ class _Previewed(ApprovalRequiredTool):
 
 def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
                   output_cap: int = 16_000, read_cap: int = 64_000,
-                  list_cap: int = 500) -> list[Tool]:
+                  list_cap: int = 500, workspace=None,
+                  secret_files=SECRET_FILES) -> list[Tool]:
     """The built-in tools named in ``names`` (an iterable of ``BUILTIN_NAMES``).
 
     ``command_timeout``: seconds a command may run before it is killed.
     ``output_cap``: bytes of a command's output sent to the model.
     ``read_cap``: bytes of a file ``read_file`` returns. ``list_cap``: entries
-    ``list_dir`` returns. Raises ``ValueError`` for an unknown name.
+    ``list_dir`` returns. ``workspace``: the folder the tools work in (default: the
+    current folder). ``secret_files``: ``(pattern, kind)`` pairs of files that always
+    ask (``agentflow.workspace.SECRET_FILES``). Raises ``ValueError`` for an unknown
+    name.
     """
+    space = Workspace(workspace, secret_files)
+    root = space.root
 
     def run_command(command: str) -> str:
         """Run a shell command on this machine and return its exit status and output.
@@ -99,7 +112,7 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         Args:
             command: the command line, run by the system shell.
         """
-        process, lifeline = _start(command)
+        process, lifeline = _start(command, root)
         try:
             output, _ = process.communicate(timeout=command_timeout)
         except subprocess.TimeoutExpired:
@@ -121,7 +134,7 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         Args:
             path: the file's path.
         """
-        with open(path, "rb") as handle:
+        with open(os.path.join(root, path), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             data = handle.read(read_cap)
         return _cap(data, read_cap, max(size, len(data)), "read cap")
@@ -132,7 +145,7 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         Args:
             path: the folder's path.
         """
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
+        entries = sorted(os.scandir(os.path.join(root, path)), key=lambda e: e.name)
         lines = [e.name + ("/" if e.is_dir() else "") for e in entries[:list_cap]]
         if len(entries) > list_cap:
             lines.append(f"[... {len(entries) - list_cap} more entries]")
@@ -145,17 +158,19 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
             path: the file's path.
             content: the whole new content.
         """
-        with open(path, "w", encoding="utf-8") as handle:
+        with open(os.path.join(root, path), "w", encoding="utf-8") as handle:
             handle.write(content)
         return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
 
     def command_preview(arguments: dict) -> str:
-        return f"$ {arguments['command']}"
+        warnings = space.command_warnings(arguments["command"])
+        return "\n".join([f"$ {arguments['command']}"]
+                         + [f"warning: it {concern}" for concern in warnings])
 
     def write_preview(arguments: dict) -> str:
         path, new = arguments["path"], arguments["content"]
         try:
-            with open(path, encoding="utf-8") as handle:
+            with open(os.path.join(root, path), encoding="utf-8") as handle:
                 old = handle.read()
         except FileNotFoundError:
             old, label = "", "(new file)"
@@ -165,15 +180,19 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
                                     fromfile=label, tofile=path)
         return "".join(diff) or f"(no change to {path})"
 
+    def made_in(func, subject, kind, idempotent=False):
+        made = FunctionTool(func, idempotent=idempotent, subject=subject, subject_kind=kind)
+        made.workspace = root
+        return made
+
     made = {
-        "run_command": _Previewed(FunctionTool(run_command, subject="command",
-                                               subject_kind="shell"), command_preview),
-        "read_file": FunctionTool(read_file, idempotent=True, subject="path",
-                                  subject_kind="path"),
-        "list_dir": FunctionTool(list_dir, idempotent=True, subject="path",
-                                 subject_kind="path"),
-        "write_file": _Previewed(FunctionTool(write_file, subject="path",
-                                              subject_kind="path"), write_preview),
+        "run_command": _Previewed(made_in(run_command, "command", "shell"), command_preview),
+        "read_file": ApprovalRequiredTool(made_in(read_file, "path", "path", idempotent=True),
+                                          when=space.predicate("reads")),
+        "list_dir": ApprovalRequiredTool(made_in(list_dir, "path", "path", idempotent=True),
+                                         when=space.predicate("lists")),
+        "write_file": _Previewed(made_in(write_file, "path", "path"), write_preview,
+                                 when=space.predicate("writes", "write_file always asks")),
     }
     unknown = [n for n in names if n not in made]
     if unknown:

@@ -46,7 +46,7 @@ ALWAYS = "always_approve"  # old session.state key (tools always approved): now 
 SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with
 _REMEMBERED = {"base_url": None, "model": "gpt-4o-mini", "api_key_env": "OPENAI_API_KEY",
                "system": None, "tools": ",".join(BUILTIN_NAMES), "max_rounds": 40,
-               "profile": None}
+               "profile": None, "workspace": None}
 _OPENAI_HOST = "api.openai.com"
 
 # Library messages name Python arguments; a CLI user typed flags. Each pair is
@@ -103,6 +103,9 @@ def add_arguments(parser) -> None:
                         help="write one JSON object per update to stdout (see the README)")
     parser.add_argument("--respond", action="append", default=[], metavar="CALL_ID=yes|no[:REASON]",
                         help="answer a paused session's call (repeatable; needs --session)")
+    parser.add_argument("--workspace", metavar="DIR",
+                        help="the folder the built-in tools work in (default: the current "
+                             "one); reads and listings outside it, and of secret files, ask")
     parser.add_argument("--policy", metavar="FILE",
                         help="an approval policy (JSON: deny / ask / allow rules) checked "
                              f"first, before the session's grants, {PROJECT_FILE} and "
@@ -152,17 +155,23 @@ class Chat:
         remembered = session.state.get(SETTINGS) or {}
         settings = {name: getattr(args, name) if getattr(args, name) is not None
                     else remembered.get(name, default) for name, default in _REMEMBERED.items()}
+        workspace = os.path.realpath(settings["workspace"] or os.getcwd())
+        if not os.path.isdir(workspace):
+            source = ("--workspace" if args.workspace is not None
+                      else f"the --workspace remembered in {args.session}")
+            raise UsageError(f"{source} {settings['workspace']}: {workspace} is not a "
+                             "folder; give an existing one with --workspace DIR")
+        settings["workspace"] = self.workspace = workspace
         names = [] if settings["tools"].strip() in ("", "none") else \
             [n.strip() for n in settings["tools"].split(",") if n.strip()]
         try:
             tools = builtin_tools(names, command_timeout=args.command_timeout,
-                                  output_cap=args.output_cap)
+                                  output_cap=args.output_cap, workspace=self.workspace)
         except ValueError as exc:
             raise UsageError(f"--tools: {exc}") from None
         self.tools = {t.name: t for t in tools}
         client = self._client(settings)
-        self.workspace = os.getcwd()
-        run_policy, layers = policy_layers(args.policy, self.tools)
+        run_policy, layers = policy_layers(args.policy, self.tools, self.workspace)
         session.state[SETTINGS] = settings
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools,
                                      policy=layers)
@@ -641,18 +650,19 @@ def _sigint_deferred():
         mask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def policy_layers(policy_file, tools) -> tuple:
+def policy_layers(policy_file, tools, workspace=".") -> tuple:
     """``(run_policy, [project, user])`` for ``agentflow chat``: the ``--policy`` file
-    (``None`` without one) and the standard files, each checked against every built-in
-    tool (a rule on a built-in that is switched off in this run is kept, and simply
-    cannot apply). Raises ``UsageError`` naming the file and the rule."""
+    (``None`` without one) and the standard files (the project's in ``workspace``),
+    each checked against every built-in tool (a rule on a built-in that is switched off
+    in this run is kept, and simply cannot apply). Raises ``UsageError`` naming the
+    file and the rule."""
     from .builtin_tools import builtin_tools
     from .errors import PolicyError
     from .policy import ApprovalPolicy, standard_layers
-    catalogue = {t.name: t for t in builtin_tools()}
+    catalogue = {t.name: t for t in builtin_tools(workspace=workspace)}
     try:
         run = ApprovalPolicy.load(policy_file, "--policy") if policy_file else None
-        layers = standard_layers(".")
+        layers = standard_layers(workspace)
         for layer in ([run] if run else []) + layers:
             layer.check(catalogue)
     except (PolicyError, OSError) as exc:

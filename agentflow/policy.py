@@ -454,19 +454,26 @@ def _glob(body: str, star: str) -> str:
     return "".join(out)
 
 
+def path_matches(pattern: str, path: str, root: str = "/", ignore_case: bool = False) -> bool:
+    """Whether the absolute, resolved ``path`` matches a path ``pattern`` of a rule
+    (relative patterns are relative to ``root``; ``*``, ``**``, ``~/`` as in rules).
+    ``ignore_case`` for names that mean the same file on a case-insensitive disk."""
+    return _compiled(pattern, "path", root, ignore_case).fullmatch(path) is not None
+
+
 @functools.lru_cache(maxsize=1024)
-def _compiled(pattern: str, kind: str, root: str) -> re.Pattern:
+def _compiled(pattern: str, kind: str, root: str, ignore_case: bool = False) -> re.Pattern:
     """A path or text pattern as a regex over the whole value."""
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
     body, prefix = _split_prefix(_protect(pattern))
     if kind == "text":
-        return re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
+        return re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), flags)
     if body == "~" or body.startswith("~/"):
         body = os.path.expanduser("~") + body[1:]
     absolute = body.startswith("/")
     body = posixpath.normpath(body) if body not in ("", ".") else ""
     head = "" if absolute else re.escape(root.rstrip("/") + "/") if body else re.escape(root)
-    return re.compile(head + _glob(body, "[^/]*") + ("(?:/.*)?" if prefix else ""),
-                      re.DOTALL)
+    return re.compile(head + _glob(body, "[^/]*") + ("(?:/.*)?" if prefix else ""), flags)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -26,8 +26,12 @@ def test_default_set_in_order_and_which_need_approval():
     tools = builtin_tools()
     assert [t.name for t in tools] == ["run_command", "read_file", "list_dir", "write_file"]
     assert list(BUILTIN_NAMES) == ["run_command", "read_file", "list_dir", "write_file"]
-    assert {t.name: t.requires_approval() for t in tools} == {
-        "run_command": True, "read_file": False, "list_dir": False, "write_file": True}
+    # every built-in may ask; inside the workspace, reads and listings do not (issue 19)
+    assert all(t.requires_approval() for t in tools)
+    inside = {"command": "ls", "path": ".", "content": ""}
+    assert {t.name: t.needs_approval(inside) for t in tools} == {
+        "run_command": True, "read_file": False, "list_dir": False,
+        "write_file": "write_file always asks"}
 
 
 def test_a_subset_keeps_the_order_given():
