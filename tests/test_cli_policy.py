@@ -10,11 +10,14 @@ import re
 import shlex
 import sys
 
+import pytest
+
+from agentflow.__main__ import main as agentflow_main
 from agentflow.canonical import arguments_digest
 from agentflow.replay import chat_stream
 
 from helpers_cli import (PROMPT, USER, calls_reply, child_env, json_lines, pty_chat,
-                         run_agentflow, run_chat, run_command_block, saved)
+                         run_chat, run_command_block, saved)
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 README_POLICY = {  # the file the README shows
@@ -83,16 +86,31 @@ def test_chat_honours_the_readme_policy_and_audits_every_decision(server, tmp_pa
         "run_command always asks; no allow rule matches this call")
 
 
-def test_policy_check_names_the_deciding_rule_and_layer(tmp_path):
+@pytest.fixture
+def in_process(tmp_path, monkeypatch, capsys):
+    """``agentflow ARGS`` in this process, in ``tmp_path`` with no user policy file:
+    returns ``(exit status, stdout, stderr)``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+
+    def run(*args):
+        status = agentflow_main(list(args))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def test_policy_check_names_the_deciding_rule_and_layer(tmp_path, in_process):
     write_project_policy(tmp_path)
     run_file = tmp_path / "strict.json"
     run_file.write_text(json.dumps({"ask": ["run_command(git *)"]}), encoding="utf-8")
     project = tmp_path / ".agentflow" / "policy.json"
 
     def check(call, *more):
-        done = run_agentflow("policy", "check", call, *more, cwd=tmp_path)
-        assert done.stderr == ""
-        return done.returncode, done.stdout
+        status, out, err = in_process("policy", "check", call, *more)
+        assert err == ""
+        return status, out
 
     assert check("run_command(rm -rf /)") == (0, (
         "run_command(rm -rf /): denied\n"
@@ -110,17 +128,22 @@ def test_policy_check_names_the_deciding_rule_and_layer(tmp_path):
     assert check("run_command(git status)", "--policy", str(run_file))[1].splitlines()[:3] == [
         "run_command(git status): asks", "  rule:  run_command(git *)",
         f"  layer: --policy ({run_file})"]
+    assert check("read_file(../x)")[1].splitlines()[:2] == [
+        "read_file(../x): asks",
+        f"  no rule decides: reads ../x (really {tmp_path.parent}/x): outside the workspace "
+        f"{tmp_path}"]
 
 
-def test_a_policy_with_a_rule_that_can_never_match_is_a_usage_error(server, tmp_path):
+def test_a_policy_with_a_rule_that_can_never_match_is_a_usage_error(tmp_path, in_process):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"allow": ["run_comand(ls)"]}), encoding="utf-8")
-    done = run_chat("--base-url", server.base_url, "--policy", str(bad), "hi", cwd=tmp_path)
-    assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == (f"agentflow: policy: {bad}: allow rule 'run_comand(ls)': there is "
-                           "no tool 'run_comand' (tools: list_dir, read_file, run_command, "
-                           "write_file), so it can never match\n")
-    assert server.requests == []
+    message = (f"agentflow: policy: {bad}: allow rule 'run_comand(ls)': there is no tool "
+               "'run_comand' (tools: list_dir, read_file, run_command, write_file), so it "
+               "can never match\n")
+    assert in_process("chat", "--base-url", "http://127.0.0.1:9/v1", "--policy", str(bad),
+                      "hi") == (2, "", message)
+    assert in_process("policy", "check", "run_command(ls)", "--policy", str(bad)) == (
+        2, "", message)
 
 
 def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_path):
