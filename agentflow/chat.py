@@ -504,12 +504,9 @@ class Chat:
     def layers(self) -> list:
         """The policy layers in the loop's order: --policy, the session's grants, the
         project and user files (R19)."""
-        from .policy import ApprovalPolicy
-        layers = [self.options.policy] if self.options.policy is not None else []
-        grants = self.session.approvals.active_grants(time.time())
-        if grants:
-            layers.append(ApprovalPolicy(allow=[g.rule for g in grants], name="session"))
-        return layers + self.agent.chat_client.policies
+        from .function_invoking import layers_in_order
+        return layers_in_order(self.options.policy, self.session.approvals,
+                               self.agent.chat_client.policies, time.time())
 
     def paused(self) -> int:
         """Say which calls wait and how to answer them; returns ``EXIT_PAUSED``."""

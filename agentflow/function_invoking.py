@@ -193,7 +193,7 @@ class PendingTurn(NamedTuple):
     answered: set
 
 
-class Verdict(NamedTuple):
+class GateVerdict(NamedTuple):
     """What the gate decided for one call: ``action`` is ``run``, ``ask`` or ``deny``;
     ``why`` why it asks or runs unasked (str or ``None``); ``rule`` and ``layer`` the
     policy rule that decided, if one did (SPEC R18, R19)."""
@@ -272,7 +272,7 @@ class RunState:
     unsaved: list[ChatMessage] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
     responses: dict[str, ToolApprovalResponse] = field(default_factory=dict)
-    verdicts: dict[str, Verdict] = field(default_factory=dict)  # the gate's, by call id
+    verdicts: dict[str, GateVerdict] = field(default_factory=dict)  # the gate's, by call id
     turn: ChatMessage | None = None  # the assistant message whose calls are at hand
     rounds: int = 0
     failed_rounds: int = 0
@@ -476,15 +476,7 @@ class FunctionInvokingChatClient:
                     f"({verdict.rule}, {verdict.layer}). Nothing was executed.", [call.id])
 
     def _layers(self, run: RunState) -> list:
-        """The policy layers in their fixed order: this run's, the session's grants,
-        then the client's (R19)."""
-        layers = [] if run.options.policy is None else [run.options.policy]
-        if run.approvals is not None:
-            grants = run.approvals.active_grants(self.clock())
-            if grants:
-                layers.append(policies.ApprovalPolicy(allow=[g.rule for g in grants],
-                                                      name="session"))
-        return layers + self.policies
+        return layers_in_order(run.options.policy, run.approvals, self.policies, self.clock())
 
     def _resume(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         def answer_without_running(call: ToolCall) -> str | None:
@@ -570,7 +562,7 @@ class FunctionInvokingChatClient:
                 ledger.automatic(call, outcome, now, verdict.why, verdict.rule,
                                  verdict.layer)
         asked = [call for call in run.turn.tool_calls
-                 if run.verdicts.get(call.id, Verdict("run")).action == "ask"]
+                 if run.verdicts.get(call.id, GateVerdict("run")).action == "ask"]
         if not asked:
             return LoopEvent.NO_APPROVAL_NEEDED
         for call in asked:  # R3: nothing of this turn runs
@@ -724,7 +716,19 @@ def _check_responses(responses, pending: list[ToolCall], answered: set[str],
     return by_id
 
 
-def gate_verdict(tool: Tool, arguments, layers) -> Verdict:
+def layers_in_order(run_policy, ledger: ApprovalLedger | None, configured: list,
+                    now: float) -> list:
+    """The policy layers in their fixed order (SPEC R19): the run's own policy (or
+    ``None``), the session's grants that hold at ``now`` (from ``ledger``, as a layer
+    named ``session``), then the ``configured`` ones (project, user …)."""
+    layers = [] if run_policy is None else [run_policy]
+    grants = ledger.active_grants(now) if ledger is not None else []
+    if grants:
+        layers.append(policies.ApprovalPolicy(allow=[g.rule for g in grants], name="session"))
+    return layers + list(configured)
+
+
+def gate_verdict(tool: Tool, arguments, layers) -> GateVerdict:
     """The gate's decision on one call (SPEC R18, R19): the policy's rules, else the
     tool's own answer, asked once and failing closed.
 
@@ -735,30 +739,30 @@ def gate_verdict(tool: Tool, arguments, layers) -> Verdict:
         layers: the ``ApprovalPolicy`` layers, first first.
 
     Returns:
-        A ``Verdict``.
+        A ``GateVerdict``.
     """
     decided, note = policies.decide(layers, tool, arguments)
     if decided is not None:
         action = {"allow": "run", "deny": "deny", "ask": "ask"}[decided.effect]
         why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
-        return Verdict(action, why, decided.rule, decided.layer)
+        return GateVerdict(action, why, decided.rule, decided.layer)
     if not tool.requires_approval():
-        return Verdict("run")
+        return GateVerdict("run")
     note = f"; {note}" if note else ""
     if arguments is None:
-        return Verdict("ask", "its arguments are not a JSON object, so it asks" + note)
+        return GateVerdict("ask", "its arguments are not a JSON object, so it asks" + note)
     try:
         answer = tool.needs_approval(arguments)
     except Exception as exc:  # fail closed (R18)
-        return Verdict("ask", f"the approval check failed ({type(exc).__name__}: "
+        return GateVerdict("ask", f"the approval check failed ({type(exc).__name__}: "
                               f"{exc}), so it asks{note}")
     if not answer:
-        return Verdict("run", "its approval check let it run without asking")
+        return GateVerdict("run", "its approval check let it run without asking")
     if isinstance(answer, str) and answer.strip():
-        return Verdict("ask", answer.strip() + note)
+        return GateVerdict("ask", answer.strip() + note)
     if getattr(tool, "when", None) is not None:
-        return Verdict("ask", "its approval check asked" + note)
-    return Verdict("ask", f"{tool.name} always asks" + note)
+        return GateVerdict("ask", "its approval check asked" + note)
+    return GateVerdict("ask", f"{tool.name} always asks" + note)
 
 
 def _object_or_none(text: str):

@@ -30,7 +30,7 @@ def predicate_ignored(monkeypatch):
     def always_ask(tool, arguments, layers):
         verdict = original(tool, arguments, layers)
         if verdict.action == "run" and verdict.rule is None and tool.requires_approval():
-            return loop.Verdict("ask", "always")
+            return loop.GateVerdict("ask", "always")
         return verdict
 
     monkeypatch.setattr(loop, "gate_verdict", always_ask)
