@@ -303,11 +303,11 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
               if rule.tool == tool.name]
     if not allows:
         return None, ""
-    for rule, layer in allows:
-        if rule.pattern is None:
-            return Verdict("allow", (str(rule),), (layer.name,)), ""
-    if subject.opaque:
-        return None, f"no pattern can allow {subject.opaque}"
+    if subject.opaque or not subject.parts:  # only a rule naming the whole tool can
+        whole = next(((r, l) for r, l in allows if r.pattern is None), None)
+        if whole is not None:
+            return Verdict("allow", (str(whole[0]),), (whole[1].name,)), ""
+        return None, f"no pattern can allow {subject.opaque}" if subject.opaque else ""
     found = []
     for part in subject.parts:
         match = next(((r, l) for r, l in allows if subject.covers(r, part)), None)

@@ -123,6 +123,17 @@ def test_a_rule_naming_the_whole_tool_allows_even_an_opaque_line():
     assert allowed("run_command", "echo $(date) && ls")
 
 
+def test_the_first_layer_whose_rule_allows_is_named_whole_tool_or_not():
+    stack = [ApprovalPolicy(allow=["run_command(ls)"], name="run"),
+             ApprovalPolicy(allow=["run_command"], name="user")]
+    found, _ = decide(stack, RUN, {"command": "ls"})
+    assert (found.rule, found.layer) == ("run_command(ls)", "run")
+    found, _ = decide(stack, RUN, {"command": "ls $(pwd)"})
+    assert (found.rule, found.layer) == ("run_command", "user")
+    found, _ = decide([ApprovalPolicy(allow=["clock"])], clock, {})
+    assert (found.effect, found.rule) == ("allow", "clock")
+
+
 # -- deny and ask rules: any command of the line, anywhere in it -------------------------------
 
 @pytest.mark.parametrize("pattern, command, expected", [
