@@ -550,19 +550,24 @@ class FunctionInvokingChatClient:
         run.verdicts = {}
         for call in run.turn.tool_calls:
             tool = self._tool(call.name)
-            if tool is None:
-                continue  # R14: answered "unknown tool", never run
-            arguments = _object_or_none(call.arguments)
-            verdict = run.verdicts[call.id] = gate_verdict(tool, arguments, layers)
-            # Automatic decisions are audited: every rule's, and a risky tool let run by
-            # its own check. Asking by the tool's own answer is recorded with the ask.
-            if ledger is not None and (verdict.rule is not None
-                                       or (verdict.action == "run" and verdict.why)):
-                outcome = {"run": "allowed", "deny": "denied", "ask": "asked"}[verdict.action]
-                ledger.automatic(call, outcome, now, verdict.why, verdict.rule,
-                                 verdict.layer)
+            if tool is not None:  # an unknown tool is answered as such, never run (R14)
+                run.verdicts[call.id] = gate_verdict(tool, _object_or_none(call.arguments),
+                                                     layers)
         asked = [call for call in run.turn.tool_calls
                  if run.verdicts.get(call.id, GateVerdict("run")).action == "ask"]
+        if ledger is not None:
+            # Automatic decisions are audited: every rule's, and a risky tool let run by
+            # its own check (unless the turn pauses: then it does not run, R5). An ask
+            # by the tool's own answer is recorded with the pending approval.
+            for call in run.turn.tool_calls:
+                verdict = run.verdicts.get(call.id)
+                if verdict is None or (verdict.action == "run" and asked):
+                    continue
+                if verdict.rule is not None or verdict.action == "run" and verdict.why:
+                    outcome = {"run": "allowed", "deny": "denied", "ask": "asked"}[
+                        verdict.action]
+                    ledger.automatic(call, outcome, now, verdict.why, verdict.rule,
+                                     verdict.layer)
         if not asked:
             return LoopEvent.NO_APPROVAL_NEEDED
         for call in asked:  # R3: nothing of this turn runs

@@ -216,11 +216,14 @@ def test_r19_ask_makes_a_plain_tool_ask_and_both_decisions_are_audited(bench):
 def test_r19_a_denied_sibling_of_a_pause_is_answered_with_its_rule_on_resume(bench):
     agent = bench.agent(calls(("c1", "run_command", {"command": "make"}),
                               ("c2", "run_command", {"command": "rm -rf /"}),
-                              ("c3", "note", {"text": "x"})),
+                              ("c3", "note", {"text": "x"}),
+                              ("c4", "run_command", {"command": "git status"})),
                         chat_stream(text="ok"), chat_stream(text="ok"), policy=POLICY)
     session = AgentSession()
     [request] = requests_of(agent.run("go", session))
     assert request.call_id == "c1"
+    # the allowed sibling does not run at a pause (R5), so no "allowed" is audited
+    assert audit(session) == [("c2", "denied", "run_command(rm -rf *)", "project")]
     with pytest.raises(ApprovalError, match=r"c2 were denied by policy \(run_command\(rm -rf \*\)\)"):
         resume(agent, session, request.approve(), ToolApprovalResponse("c2", True))
     assert bench.ran == []
@@ -228,7 +231,7 @@ def test_r19_a_denied_sibling_of_a_pause_is_answered_with_its_rule_on_resume(ben
     agent.chat_client.policies = []
     updates = resume(agent, session, request.approve())
     assert results(updates) == ["ran make", "Rejected: denied by policy (run_command(rm -rf *))",
-                                "Rejected: User denied"]
+                                "Rejected: User denied", "Rejected: User denied"]
     assert bench.ran == [("run_command", {"command": "make"})]
 
 
