@@ -478,6 +478,7 @@ class Chat:
         return None
 
     def edit_in_editor(self, arguments: dict) -> dict | None:
+        import signal
         import subprocess
         import tempfile
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
@@ -486,7 +487,19 @@ class Chat:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(arguments, handle, indent=2, ensure_ascii=False)
                 handle.write("\n")
-            subprocess.run([*shlex.split(editor), path], check=False)
+            try:
+                process = subprocess.Popen([*shlex.split(editor), path])
+            except OSError as exc:
+                self.say(f"  cannot start the editor {editor!r} ({exc.strerror}): set "
+                         "VISUAL or EDITOR to one that works, or answer y or n")
+                return None
+            # Ctrl-C while the editor runs is the editor's (vi cancels a command with
+            # it), not a quit at the prompt; git ignores it in the same way.
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                process.wait()
+            finally:
+                signal.signal(signal.SIGINT, previous)
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
         finally:
@@ -662,8 +675,14 @@ def policy_layers(policy_file, tools, workspace=".") -> tuple:
         layers = standard_layers(workspace)
         for layer in ([run] if run else []) + layers:
             layer.check(catalogue)
-    except (PolicyError, OSError) as exc:
+    except PolicyError as exc:
         raise UsageError(f"policy: {exc}") from None
+    except OSError as exc:
+        if exc.filename != policy_file:
+            raise UsageError(f"policy: cannot read {exc.filename} ({exc.strerror})") from None
+        raise UsageError(f"--policy {policy_file}: cannot read it ({exc.strerror}); give "
+                         "the path of a policy file (JSON with deny, ask and allow lists, "
+                         "see the README)") from None
     names = set(tools)
     return (run and run.restricted(names)), [layer.restricted(names) for layer in layers]
 

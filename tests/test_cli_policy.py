@@ -4,6 +4,7 @@ test_cli_chat.py."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import pathlib
 import re
@@ -16,8 +17,8 @@ from agentflow.__main__ import main as agentflow_main
 from agentflow.canonical import arguments_digest
 from agentflow.replay import chat_stream
 
-from helpers_cli import (PROMPT, USER, calls_reply, child_env, json_lines, pty_chat,
-                         run_chat, run_command_block, saved)
+from helpers_cli import (PROMPT, USER, calls_reply, child_env, ctrl_c_when_waiting,
+                         json_lines, pty_chat, run_chat, run_command_block, saved)
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 README_POLICY = {  # the file the README shows
@@ -146,6 +147,22 @@ def test_a_policy_with_a_rule_that_can_never_match_is_a_usage_error(tmp_path, in
         2, "", message)
 
 
+@pytest.mark.parametrize("make, problem", [
+    (lambda path: None, "No such file or directory"),
+    (lambda path: path.mkdir(), "Is a directory")])
+def test_a_policy_file_that_cannot_be_read_is_a_usage_error_naming_the_flag(
+        tmp_path, in_process, make, problem):
+    """Issue 16's kind: the flag the user typed and what to give, not a bare [Errno]."""
+    path = tmp_path / "policy.json"
+    make(path)
+    message = (f"agentflow: --policy {path}: cannot read it ({problem}); give the path of "
+               "a policy file (JSON with deny, ask and allow lists, see the README)\n")
+    assert in_process("chat", "--base-url", "http://127.0.0.1:9/v1", "--policy", str(path),
+                      "hi") == (2, "", message)
+    assert in_process("policy", "check", "run_command(ls)", "--policy", str(path)) == (
+        2, "", message)
+
+
 def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_path):
     """``e`` on a one-line command asks for the new command; on other arguments it
     opens $EDITOR on their JSON. Either way the diff is shown before anything runs,
@@ -198,6 +215,57 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
          arguments_digest(edited_command)),
         ("call_2", "approved", arguments_digest(json.dumps(write)),
          arguments_digest('{"content":"edited\\n","path":"notes.txt"}'))]
+
+
+EDITOR_KEEPING_CTRL_C = """\
+import json, signal, sys
+signal.signal(signal.SIGINT, lambda *_: print("editor: Ctrl-C is mine", flush=True))
+print("editing> ", end="", flush=True)
+sys.stdin.readline()
+path = sys.argv[1]
+data = json.load(open(path))
+data["content"] = "edited\\n"
+json.dump(data, open(path, "w"))
+"""
+
+
+def test_ctrl_c_while_the_editor_runs_is_the_editor_s(server, tmp_path):
+    """Ctrl-C at the prompt leaves it with the call pending (issue 16), but typed
+    while $EDITOR runs it belongs to the editor (vi cancels a command with it): the
+    chat waits for the editor and shows the edit."""
+    script = tmp_path / "editor.py"
+    script.write_text(EDITOR_KEEPING_CTRL_C, encoding="utf-8")
+    server.queue(calls_reply(("call_1", "write_file", {"path": "n.txt", "content": "model\n"})))
+    server.queue(chat_stream("Edited."))
+    chat = pty_chat("--base-url", server.base_url, "Write", cwd=tmp_path,
+                    env=child_env(EDITOR=f"{shlex.quote(sys.executable)} {script}"))
+    chat.expect(PROMPT)
+    chat.send("e")
+    chat.expect("editing> ")
+    ctrl_c_when_waiting(chat)
+    chat.expect("editor: Ctrl-C is mine\n")
+    chat.send("")
+    assert chat.expect("(back): ").startswith("\n--- arguments (model)\n")
+    chat.send("y")
+    assert chat.wait() == 0
+    assert (tmp_path / "n.txt").read_text() == "edited\n"
+
+
+def test_an_editor_that_cannot_start_is_said_and_the_prompt_asks_again(tmp_path,
+                                                                       monkeypatch, capsys):
+    from agentflow.chat import Chat, add_arguments
+    from agentflow.session import AgentSession
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    monkeypatch.setenv("VISUAL", "no-such-editor-for-agentflow --wait")
+    chat = Chat(parser.parse_args(["--base-url", "http://127.0.0.1:9/v1"]), AgentSession())
+    assert chat.edit_in_editor({"path": "n.txt", "content": "model\n"}) is None
+    assert capsys.readouterr().out == (
+        "  cannot start the editor 'no-such-editor-for-agentflow --wait' (No such file or "
+        "directory): set VISUAL or EDITOR to one that works, or answer y or n\n")
+    assert list(tmp_path.iterdir()) == []  # no policy, no session, no edit file left here
 
 
 def test_an_old_session_with_always_keeps_working_as_a_grant(server, tmp_path):

@@ -205,3 +205,15 @@ def test_cli_prompt_says_where_a_read_leads_and_why_it_asks(server, ws):
     chat.send("")
     assert chat.wait() == 0
     assert all(SECRET not in r.body.decode() for r in server.requests)
+
+
+def test_cli_a_workspace_that_is_not_a_folder_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    from agentflow.__main__ import main as agentflow_main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file.txt").write_text("x")
+    for given in ("nowhere", "file.txt"):
+        status = agentflow_main(["chat", "--base-url", "http://127.0.0.1:9/v1",
+                                 "--workspace", given, "hi"])
+        assert (status, capsys.readouterr().err) == (2, (
+            f"agentflow: --workspace {given}: {tmp_path / given} is not a folder; give an "
+            "existing one with --workspace DIR\n"))
