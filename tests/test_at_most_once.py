@@ -286,9 +286,10 @@ def test_r16_a_file_name_that_is_not_utf8_is_saved_and_sent_faithfully(make_agen
     (folder / "note.txt").write_text("x")
     with open(os.path.join(os.fsencode(folder), b"caf\xe9.txt"), "w"):
         pass
+    # the folder is inside the workspace, so list_dir runs without asking (issue 19)
     agent, server = make_agent([calls_reply(("c1", "list_dir", {"path": str(folder)})),
                                 chat_stream(text="Two files.")],
-                               tools=builtin_tools(["list_dir"]))
+                               tools=builtin_tools(["list_dir"], workspace=tmp_path))
     store = SQLiteStore(tmp_path / "s.db")
     with store.open("s") as session:
         updates = list(agent.run("what is there?", session))
