@@ -9,6 +9,10 @@ background thread; this is test tooling, the library itself uses no threads.
         client = OpenAIChatClient(base_url=server.base_url, api_key="test")
         ...
         assert server.requests[0].json["stream"] is True
+
+By default every reply closes its connection. ``keep_alive="chunked"`` (or
+``"length"``) keeps connections open between replies, as hosted providers do, and
+``connections`` counts the ones accepted, so a test can tell how many a run opened.
 """
 
 from __future__ import annotations
@@ -16,10 +20,15 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
 
 
 @dataclass
@@ -29,7 +38,9 @@ class Reply:
     ``body``: bytes (or str, UTF-8 encoded) sent as the response body.
     ``status``: the HTTP status (int). ``content_type``: the header's value.
     ``chunks``: optional list of bytes written one at a time with a flush between
-    them (and ``delay`` seconds of sleep before each), instead of ``body``.
+    them (and ``delay`` seconds of sleep before each), instead of ``body``. In
+    ``keep_alive="chunked"`` mode an item may also be a callable returning bytes,
+    called when its turn comes (a test can hold the stream there until it says so).
     ``headers``: extra response headers (dict).
     ``drop``: close the connection without any response, as a crashed server or a
     broken proxy does.
@@ -82,9 +93,25 @@ class ReplayServer:
     ``strict`` (str), when given, names a provider profile whose refusals the server
     plays: a request that provider would refuse gets its error (``agentflow.strict``,
     SPEC R21), checked before ``check``.
+
+    ``keep_alive`` (str), when given, keeps each connection open after a reply, as a
+    hosted provider does, and frames every body accordingly: ``"chunked"`` sends it with
+    ``Transfer-Encoding: chunked`` (each item of ``Reply.chunks`` one chunk, as
+    OpenAI's API streams), ``"length"`` with ``Content-Length``. A reply whose
+    ``headers`` say ``Connection: close`` still closes its connection after it.
+    ``connections`` (int) counts the connections accepted, in every mode;
+    ``close_connections()`` closes the open ones, as a server's idle timeout does.
+    ``ssl_context`` (a server-side ``ssl.SSLContext``), when given, serves HTTPS.
     """
 
-    def __init__(self, replies=(), check=None, strict: str | None = None):
+    def __init__(self, replies=(), check=None, strict: str | None = None,
+                 keep_alive: str | None = None, ssl_context: ssl.SSLContext | None = None):
+        if keep_alive not in (None, "chunked", "length"):
+            raise ValueError(f"keep_alive is None, 'chunked' or 'length', not {keep_alive!r}")
+        self.keep_alive = keep_alive
+        self.ssl_context = ssl_context
+        self.connections = 0
+        self._open: set[socket.socket] = set()
         self._replies = [_as_reply(r) for r in replies]
         if strict is not None:
             from .strict import strict_check
@@ -103,7 +130,8 @@ class ReplayServer:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{host}:{port}/v1"
 
     def start(self) -> "ReplayServer":
         server = self
@@ -113,6 +141,26 @@ class ReplayServer:
 
             def log_message(self, *args):  # keep test output clean
                 pass
+
+            def setup(self):
+                with server._lock:
+                    server.connections += 1
+                if server.keep_alive:
+                    # each event leaves at once, as the client reads it (no Nagle wait)
+                    self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if server.ssl_context is not None:
+                    self.request = server.ssl_context.wrap_socket(self.request,
+                                                                  server_side=True)
+                with server._lock:
+                    server._open.add(self.request)
+                super().setup()
+
+            def finish(self):
+                try:
+                    super().finish()
+                finally:
+                    with server._lock:
+                        server._open.discard(self.connection)
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length") or 0)
@@ -152,6 +200,9 @@ class ReplayServer:
                 if reply.raw is not None:
                     self._write([reply.raw], reply)
                     return
+                if server.keep_alive:
+                    self._send_kept_alive(reply)
+                    return
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 for name, value in reply.headers.items():
@@ -178,7 +229,39 @@ class ReplayServer:
                                                struct.pack("ii", 1, 0))
                     self.connection.close()
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            def _send_kept_alive(self, reply: Reply):
+                chunked = server.keep_alive == "chunked"
+                pieces = reply.chunks if reply.chunks is not None else [reply.body]
+                if not chunked:
+                    pieces = [b"".join(_bytes(piece) for piece in pieces)]
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                if chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(pieces[0])))
+                self.end_headers()
+                try:
+                    for piece in pieces:
+                        if reply.delay:
+                            time.sleep(reply.delay)
+                        data = _bytes(piece() if callable(piece) else piece)
+                        if chunked and data:  # an empty chunk would end the body
+                            data = b"%x\r\n%s\r\n" % (len(data), data)
+                        self.wfile.write(data)
+                        self.wfile.flush()
+                    if chunked:
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client stopped reading, as it may
+                if reply.headers.get("Connection", "").lower() == "close":
+                    self.close_connection = True
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server.replay = self
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         name="agentflow-replay", daemon=True)
@@ -191,11 +274,41 @@ class ReplayServer:
             self._server.server_close()
             self._server = None
 
+    def close_connections(self) -> None:
+        """Close every connection now open, as a server's idle timeout does; the
+        client finds out at its next request (``connections`` then grows)."""
+        with self._lock:
+            open_now = list(self._open)
+        for connection in open_now:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)  # wakes a handler waiting to read
+            except OSError:
+                pass  # already closed
+
     def __enter__(self) -> "ReplayServer":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class _Server(ThreadingHTTPServer):
+    replay: ReplayServer
+
+    def server_close(self) -> None:
+        # kept-alive connections would outlive the server, each holding a thread
+        super().server_close()
+        self.replay.close_connections()
+
+    def handle_error(self, request, client_address):
+        # a client closing or resetting a kept-alive connection is no error of the server
+        import ssl
+        if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
+            super().handle_error(request, client_address)
+
+
+def _bytes(piece) -> bytes:
+    return piece.encode() if isinstance(piece, str) else piece
 
 
 def _as_reply(reply) -> Reply:
