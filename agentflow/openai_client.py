@@ -3,6 +3,14 @@
 One model call is one ``POST {base_url}/chat/completions`` with ``stream: true``. The
 response body is read as it arrives, fed to the SSE parser, and each chunk to the
 ``ChunkAssembler``, whose updates are yielded at once (SPEC §6: no read-ahead).
+
+One connection serves a whole conversation. A turn ends at ``data: [DONE]``, often a
+few bytes before its HTTP body does (a chunked body's terminator), and a connection
+whose body was not read to its end cannot go back to the pool. So a complete turn's
+response is kept, and the rest of it is read (``_DRAIN_BYTES`` and ``_DRAIN_SECONDS``
+at most) just before the client's next request, which then reuses the connection.
+Not at the end of the turn: the loop reads a provider turn to its end before it
+hands the caller its last update, so any wait there would delay that update.
 """
 
 from __future__ import annotations
@@ -27,6 +35,12 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_WAIT = 60.0  # seconds; a longer Retry-After is reported, not slept through
 _READ_SIZE = 65536
+# What is read, at most, after a complete turn to reuse its connection: the rest of a
+# chunked body is its 5-byte terminator, perhaps after a trailing comment or usage
+# chunk; more than this, or a wait longer than a new connection's handshake (tens of
+# ms), and the connection is closed instead.
+_DRAIN_BYTES = 16384
+_DRAIN_SECONDS = 0.05
 
 
 class OpenAIChatClient:
@@ -83,6 +97,7 @@ class OpenAIChatClient:
         import requests
         self._http = requests.Session()
         self._sleep = time.sleep
+        self._unfinished: "requests.Response | None" = None  # see _keep_alive
 
     def __repr__(self) -> str:  # never show the key
         return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -163,8 +178,11 @@ class OpenAIChatClient:
                                f"(Content-Type: {kind or 'none'}); is it an OpenAI-compatible "
                                "chat-completions endpoint?")
                 raise type(exc)(message, status=exc.status, code=exc.code) from None
-        finally:
+        except BaseException:  # a failed or abandoned turn: its connection is closed
             response.close()
+            raise
+        # After the last yield: this runs when the caller asks past the Finish.
+        self._keep_alive(response)
 
     # -- HTTP --------------------------------------------------------------------------
 
@@ -220,8 +238,32 @@ class OpenAIChatClient:
         import random
         return self.retry_backoff * (2 ** attempt) * random.uniform(0.5, 1.0)
 
+    def _keep_alive(self, response: "requests.Response") -> None:
+        """Keep a complete turn's ``response``, whose body may go on after ``[DONE]``,
+        for ``_reuse_connection``; it returns at once, so the caller's last update is
+        not delayed."""
+        connection = response.raw.connection
+        if response.raw.closed or connection is None or connection.sock is None:
+            # read to its end (the connection is back in the pool), or a connection
+            # the server closes after this response (Connection: close, no length)
+            response.close()
+            return
+        earlier, self._unfinished = self._unfinished, response
+        if earlier is not None:  # two turns interleaved; the earlier one is let go
+            earlier.close()
+
+    def _reuse_connection(self) -> None:
+        """Read the rest of the last complete turn's body, so that its connection goes
+        back to the pool and the next request reuses it; when more than
+        ``_DRAIN_BYTES`` bytes remain, or they take longer than ``_DRAIN_SECONDS``
+        seconds, the connection is closed instead (the next request opens one)."""
+        response, self._unfinished = self._unfinished, None
+        if response is not None:
+            _drain(response, _DRAIN_BYTES, _DRAIN_SECONDS)
+
     def _post(self, body: dict) -> "requests.Response":
         import requests
+        self._reuse_connection()
         headers = {"Content-Type": "application/json",
                    "Accept": "text/event-stream" if self.stream else "application/json",
                    # a compressed stream is decoded in blocks, which delays tokens
@@ -316,6 +358,30 @@ class OpenAIChatClient:
 class _Retryable(Exception):
     def __init__(self, error: ProviderError, headers):
         self.error, self.headers = error, headers
+
+
+def _drain(response: "requests.Response", limit: int, seconds: float) -> None:
+    """Read the rest of ``response``'s body: at most ``limit`` bytes, for at most
+    ``seconds``. When the body ends within both, urllib3 puts the connection back in
+    the pool (HTTPResponse.release_conn); else it is closed."""
+    import urllib3.exceptions
+    raw = response.raw
+    deadline = time.monotonic() + seconds
+    try:
+        while not raw.closed and limit >= 0:
+            left = deadline - time.monotonic()
+            connection = raw.connection
+            if left <= 0 or connection is None or connection.sock is None:
+                break
+            # the pool sets the socket's timeout again when the connection is reused
+            connection.sock.settimeout(left)
+            data = raw.read1(limit + 1)
+            if not data:
+                break
+            limit -= len(data)
+    except (urllib3.exceptions.HTTPError, OSError):
+        pass  # broken or too slow: closed below, as any unfinished body is
+    response.close()  # closes the connection unless urllib3 released it
 
 
 def _is_json(response: "requests.Response") -> bool:

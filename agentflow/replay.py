@@ -231,7 +231,7 @@ class ReplayServer:
 
             def _send_kept_alive(self, reply: Reply):
                 chunked = server.keep_alive == "chunked"
-                pieces = reply.chunks if reply.chunks is not None else [reply.body]
+                pieces = (reply.chunks if reply.chunks is not None else [reply.body]) or [b""]
                 if not chunked:
                     pieces = [b"".join(_bytes(piece) for piece in pieces)]
                 self.send_response(reply.status)
@@ -244,16 +244,15 @@ class ReplayServer:
                     self.send_header("Content-Length", str(len(pieces[0])))
                 self.end_headers()
                 try:
-                    for piece in pieces:
+                    for number, piece in enumerate(pieces, 1):
                         if reply.delay:
                             time.sleep(reply.delay)
                         data = _bytes(piece() if callable(piece) else piece)
                         if chunked and data:  # an empty chunk would end the body
                             data = b"%x\r\n%s\r\n" % (len(data), data)
+                        if chunked and number == len(pieces):
+                            data += b"0\r\n\r\n"  # the terminator, with the last chunk
                         self.wfile.write(data)
-                        self.wfile.flush()
-                    if chunked:
-                        self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True  # the client stopped reading, as it may
