@@ -33,7 +33,8 @@ inline, the three async libraries run it on a worker thread (``asyncio.to_thread
 anyio). The three async libraries all send through the ``openai`` SDK, whose request
 ``transform`` walks the whole message history on every call, so their cost per model call
 grows with the number of rounds. ``ReplayServer`` closes every connection, so each model
-call of every library opens a new one.
+call of every library opens a new one (bench/keepalive.py runs this loop over kept-alive
+connections).
 
 agent-framework needs ``agent-framework-openai`` (its OpenAI connector, not part of
 ``agent-framework-core``): ``.bench-venv/bin/pip install agent-framework-openai``.

@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import decode  # noqa: E402
+import keepalive  # noqa: E402
 import linear  # noqa: E402
 import loop_only  # noqa: E402
 import memory  # noqa: E402
@@ -190,6 +191,17 @@ def main() -> int:
               "through `ChatClientAgent.run` over loopback; one huge text event through "
               "`OpenAIChatClient.run` (bench/linear.py).",
               ""] + linear.report(linear.main())
+
+    print("kept-alive connections ...", flush=True)
+    lines += ["", f"## 9. Kept-alive connections over TLS ({keepalive.ROUNDS} tool rounds)", "",
+              "Section 2's loop against a loopback server that keeps connections open and "
+              "streams with `Transfer-Encoding: chunked`, as hosted providers do, over TLS "
+              "(a self-signed certificate made with `openssl`), beside the same over plain "
+              "HTTP and over TLS with the connection closed after every reply (a handshake "
+              "per model call). Connections: accepted by the server during one run "
+              f"(bench/keepalive.py). Target: one per run, TLS within {keepalive.TARGET}× "
+              "of plain HTTP.", ""]
+    lines += keepalive.table(keepalive.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]
