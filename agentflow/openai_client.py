@@ -181,7 +181,8 @@ class OpenAIChatClient:
         except BaseException:  # a failed or abandoned turn: its connection is closed
             response.close()
             raise
-        # After the last yield: this runs when the caller asks past the Finish.
+        # After the last yield: this runs when the caller asks past the Finish, which
+        # the tool loop does before it hands the caller its own last update.
         self._keep_alive(response)
 
     # -- HTTP --------------------------------------------------------------------------
