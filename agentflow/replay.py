@@ -218,16 +218,20 @@ class ReplayServer:
                     for piece in pieces:
                         if reply.delay:
                             time.sleep(reply.delay)
-                        self.wfile.write(piece.encode() if isinstance(piece, str) else piece)
+                        self.wfile.write(_bytes(piece))
                         self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client stopped reading, as it may
                 self.close_connection = True
                 if reply.reset:
-                    # SO_LINGER with a zero timeout makes close() send RST, not FIN
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                               struct.pack("ii", 1, 0))
-                    self.connection.close()
+                    self._reset()
+
+            def _reset(self):
+                # SO_LINGER with a zero timeout makes close() send RST, not FIN
+                self.close_connection = True
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+                self.connection.close()
 
             def _send_kept_alive(self, reply: Reply):
                 chunked = server.keep_alive == "chunked"
@@ -258,6 +262,8 @@ class ReplayServer:
                     self.close_connection = True  # the client stopped reading, as it may
                 if reply.headers.get("Connection", "").lower() == "close":
                     self.close_connection = True
+                if reply.reset:
+                    self._reset()
 
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.replay = self

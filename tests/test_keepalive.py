@@ -173,11 +173,13 @@ def test_the_last_update_does_not_wait_for_the_end_of_the_body(monkeypatch):
 
 # -- not reused ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("how", ["idle timeout", "Connection: close"])
+@pytest.mark.parametrize("how", ["idle timeout", "Connection: close", "reset"])
 def test_a_connection_the_server_closed_is_replaced(how):
-    headers = {"Connection": "close"} if how == "Connection: close" else {}
-    replies = [Reply(chat_stream(text="one"), headers=headers), chat_stream(text="two"),
-               chat_stream(text="three")]
+    """Closed between two turns (while the client still holds the first one's unread
+    terminator), announced by ``Connection: close``, or reset (RST) after the body."""
+    first = Reply(chat_stream(text="one"), reset=how == "reset",
+                  headers={"Connection": "close"} if how == "Connection: close" else {})
+    replies = [first, chat_stream(text="two"), chat_stream(text="three")]
     with ReplayServer(replies, keep_alive="chunked") as server:
         agent = agent_for(server)
         assert text(run(agent, "a")) == "one"
