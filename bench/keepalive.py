@@ -4,7 +4,7 @@ chunked streams (issue 18; target: one connection per run, and per-round time wi
 
 bench/peers.py's loop (``ROUNDS`` tool rounds, ``ROUNDS`` + 1 streamed model calls, the
 same bodies and tool for every library, timed as ``peers.loop_seconds`` says), against
-a ``ReplayServer`` on loopback in three set-ups, taken in turn within each run:
+a ``ReplayServer`` on loopback in three set-ups, one run of each in turn per round:
 
 * ``plain``: HTTP, keep-alive, ``Transfer-Encoding: chunked``;
 * ``tls``: the same over TLS, with a self-signed certificate for 127.0.0.1 that this
@@ -15,6 +15,8 @@ a ``ReplayServer`` on loopback in three set-ups, taken in turn within each run:
 
 ``connections`` is the number the server accepted during one run (a new server per
 run). The TLS / plain ratio pairs the two runs of each round (median over rounds).
+The runs of a library are repeated for at least ``MIN_SECONDS``: a 5 % difference
+between runs of 0.15 s is lost in the noise of a few runs on a shared machine.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +36,7 @@ from common import runs, summary
 
 ROUNDS = 50
 TARGET = 1.2
+MIN_SECONDS = 10.0  # per library, all set-ups together
 SETUPS = {"plain": ("chunked", False), "tls": ("chunked", True), "tls, close": (None, True)}
 
 
@@ -79,18 +83,20 @@ def one_run(name: str, keep_alive: str | None, context: ssl.SSLContext | None
 
 def measure(name: str, context: ssl.SSLContext) -> dict:
     """Every set-up of ``SETUPS`` for library ``name``: one untimed run each (first-use
-    costs), then ``runs()`` rounds of one run each, in turn."""
+    costs), then rounds of one run each, in turn: ``runs()`` rounds, and more until
+    ``MIN_SECONDS`` have passed (a ratio of fast runs on a busy machine needs many)."""
     contexts = {setup: context if tls else None for setup, (_, tls) in SETUPS.items()}
     for setup, (keep_alive, _) in SETUPS.items():
         one_run(name, keep_alive, contexts[setup])
     seconds = {setup: [] for setup in SETUPS}
     connections = {setup: [] for setup in SETUPS}
-    for _ in range(runs()):
+    started = time.perf_counter()
+    while len(seconds["tls"]) < runs() or time.perf_counter() - started < MIN_SECONDS:
         for setup, (keep_alive, _) in SETUPS.items():
             run_seconds, opened = one_run(name, keep_alive, contexts[setup])
             seconds[setup].append(run_seconds / ROUNDS)
             connections[setup].append(opened)
-    return {"name": name,
+    return {"name": name, "runs": len(seconds["tls"]),
             "round": {setup: summary(values) for setup, values in seconds.items()},
             "connections": connections,
             "ratio": statistics.median(t / p for t, p in zip(seconds["tls"], seconds["plain"]))}
@@ -120,7 +126,7 @@ def table(results: list[dict]) -> list[str]:
             lines.append(f"| {r['name']} | not measured: {r['error']} | | | | | |")
             continue
         rounds, opened = r["round"], r["connections"]
-        lines.append(f"| {r['name']} | {ms(rounds['tls'])} | **{count(opened['tls'])}** | "
+        lines.append(f"| {r['name']} ({r['runs']} runs) | {ms(rounds['tls'])} | **{count(opened['tls'])}** | "
                      f"{ms(rounds['plain'])} | **{r['ratio']:.2f}×** | "
                      f"{ms(rounds['tls, close'])} | {count(opened['tls, close'])} |")
     return lines
