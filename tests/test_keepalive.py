@@ -16,8 +16,8 @@ import threading
 import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
-                       Finish, FinishReason, OpenAIChatClient, TextDelta, ToolApprovalRequest,
-                       ToolResult, tool)
+                       ChatMessage, Finish, FinishReason, OpenAIChatClient, TextDelta,
+                       ToolApprovalRequest, ToolResult, tool)
 from agentflow import openai_client
 from agentflow.errors import ProviderError
 from agentflow.replay import Reply, ReplayServer, chat_stream
@@ -35,10 +35,13 @@ def call(i: int) -> bytes:
     return chat_stream(tool_calls=[(f"call_{i}", "lookup", f'{{"query": "q{i}"}}')])
 
 
+def client_for(server: ReplayServer) -> OpenAIChatClient:
+    return OpenAIChatClient(model="m", base_url=server.base_url, api_key="sk-test",
+                            max_retries=0)
+
+
 def agent_for(server: ReplayServer, **kwargs) -> ChatClientAgent:
-    client = OpenAIChatClient(model="m", base_url=server.base_url, api_key="sk-test",
-                              max_retries=0)
-    return ChatClientAgent(client, **kwargs)
+    return ChatClientAgent(client_for(server), **kwargs)
 
 
 def run(agent, *args):
@@ -247,3 +250,19 @@ def test_a_turn_that_failed_mid_stream_closes_its_connection():
             list(agent.run("a"))
         assert text(run(agent, "b")) == "fresh"
         assert server.connections == 2
+
+
+def test_interleaved_turns_on_one_client_each_read_their_own_body():
+    """Two turns of one client read in turns (a caller may hold two generators): each
+    has its own connection while both are open, and each gets its own reply."""
+    with ReplayServer([chat_stream(text="first reply"), chat_stream(text="second reply"),
+                       chat_stream(text="third")], keep_alive="chunked") as server:
+        client = client_for(server)
+        one = client.run([ChatMessage.user("a")])
+        head = next(one)
+        two = list(client.run([ChatMessage.user("b")]))
+        rest = list(one)
+        three = list(client.run([ChatMessage.user("c")]))
+        assert server.connections == 2
+    assert text([head, *rest]) == "first reply"
+    assert text(two) == "second reply" and text(three) == "third"
