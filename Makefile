@@ -2,15 +2,27 @@
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+# The optional extras the tests exercise, comma-separated (setup.cfg extras_require).
+TEST_EXTRAS := mcp,postgres
+# The reference MCP filesystem server (Node) that tests/test_mcp.py runs, when npm is here.
+NODE_TOOLS := .node-tools
+NODE_STAMP := $(NODE_TOOLS)/.installed
+MCP_FILESYSTEM := @modelcontextprotocol/server-filesystem@2026.8.31
 
 .PHONY: demo test conformance bench clean
 
-$(STAMP): setup.cfg pyproject.toml
+$(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[postgres]' pytest
+	$(VENV)/bin/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]' pytest
 	touch $(STAMP)
+
+# Without npm (or when the install fails) those tests skip, except under CI=true.
+$(NODE_STAMP): Makefile
+	@if command -v npm >/dev/null 2>&1 && npm install --prefix $(NODE_TOOLS) --no-audit \
+	    --no-fund --loglevel=error $(MCP_FILESYSTEM); then touch $@; \
+	else echo "note: could not npm install $(MCP_FILESYSTEM); its tests will be skipped"; fi
 
 demo: $(STAMP)
 	$(VENV)/bin/python -m agentflow demo $(ARGS)
@@ -18,7 +30,7 @@ demo: $(STAMP)
 conformance: $(STAMP)
 	$(VENV)/bin/python -m conformance $(ARGS)
 
-test: $(STAMP)
+test: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # Benchmarks compare with other libraries, installed in their own .bench-venv.
@@ -35,4 +47,4 @@ bench: $(BENCH_STAMP)
 	cd bench && ../$(BENCH_VENV)/bin/python run.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(NODE_TOOLS) *.egg-info .pytest_cache

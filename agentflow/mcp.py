@@ -1,0 +1,538 @@
+"""MCP servers as agentflow tools, behind the same approval gate (optional extra
+``agentflow[mcp]``, which installs the official ``mcp`` SDK; ``import agentflow`` never
+imports this module).
+
+    from agentflow.mcp import MCPServer
+
+    with MCPServer.stdio("npx", ["-y", "@modelcontextprotocol/server-filesystem", "."],
+                         name="filesystem") as fs:
+        agent = ChatClientAgent(client, tools=fs.tools)
+        ...
+
+**Threads.** The SDK is asynchronous; agentflow is not. Each started ``MCPServer`` owns
+one background thread running one asyncio event loop, which holds the SDK client for
+the server's whole life. ``Tool.invoke`` hands the call to that loop and blocks until
+the answer comes or ``timeout`` seconds pass (then the call is cancelled on the server
+and ``MCPTimeoutError`` is raised). Nothing is ever sent twice: a call that failed in any
+way is reported to the model (``Error: …``, SPEC R13), never retried here.
+
+**Names.** A tool is offered to the model as ``<server>__<tool>`` (OpenAI allows only
+``^[a-zA-Z0-9_-]{1,64}$`` in function names, so no dot): characters outside that set
+become ``_``, and a name longer than 64 is cut to 55 characters plus ``_`` and 8 hex
+digits of the SHA-256 of the full name. That wire name is ``Tool.name``: the one the
+model calls, the session stores and the approval requests carry. People write
+``<server>.<tool>`` (``qualified_name``, the MCP tool name unchanged), the form policies
+use (SPEC R19, e.g. ``filesystem.write_file(src/**)``). Two servers cannot collide;
+two servers of the same name are refused by the tool loop (``ValueError``), so name them.
+
+**Approval** (SPEC R3). A tool whose annotations say ``readOnlyHint: true`` (and not
+``destructiveHint: true``) runs without asking; every other tool asks. Annotations come
+from the server and are only hints (MCP says not to trust them from an untrusted
+server): ``approval`` overrides them, ``True`` = ask, ``False`` = run without asking,
+for every tool or per tool name (``{"write_file": True, "*": False}``).
+``idempotentHint`` sets the tool's ``idempotent`` flag (SPEC R16).
+
+**Results.** Text content becomes the result text; a result with structured content but
+no text is sent as JSON; images, audio and resources are summarised in a line each
+(type and size in bytes); an ``isError`` result raises ``MCPToolError``, which the tool
+loop turns into ``Error: MCPToolError: <the server's text>`` (R13).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import binascii
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import re
+import shlex
+import threading
+import weakref
+from typing import Mapping, Sequence
+
+from .errors import AgentflowError
+from .tools import Tool
+
+try:
+    from mcp import Client, StdioServerParameters
+    from mcp.shared.exceptions import MCPError as _SDKError
+    from mcp.types import CONNECTION_CLOSED
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise ImportError("agentflow.mcp needs the MCP SDK: pip install 'agentflow[mcp]'") from exc
+
+DEFAULT_TIMEOUT = 60.0        # seconds a tool call may take
+DEFAULT_START_TIMEOUT = 60.0  # seconds to start, connect and list tools (npx may download)
+_STOP_TIMEOUT = 10.0          # the SDK's own shutdown is bounded at about 6 s
+_WIRE_BAD = re.compile(r"[^A-Za-z0-9_-]")
+_SERVER_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*")
+_MAX_WIRE = 64
+
+
+class MCPError(AgentflowError):
+    """An MCP server could not be started, stopped answering, died or refused a call.
+
+    Attributes:
+        server: the server's name (str).
+
+    Raised by ``MCPServer.start`` (nothing is running afterwards) and by a tool's
+    ``invoke`` (the loop reports it to the model as ``Error: MCPError: …``, SPEC R13,
+    and the session stays valid). After a server died, ``MCPServer.restart()`` starts
+    it again; the call that was in flight is not repeated.
+    """
+
+    def __init__(self, message: str, server: str = ""):
+        self.server = server
+        super().__init__(message)
+
+
+class MCPTimeoutError(MCPError):
+    """A tool call gave no answer within its ``timeout`` (seconds); it was cancelled
+    and may have partly run on the server. The server stays usable."""
+
+
+class MCPToolError(MCPError):
+    """The tool ran and reported a failure (``isError: true``); the message is the
+    server's own text."""
+
+
+class MCPServer:
+    """One MCP server: started once, its tools offered as agentflow ``Tool`` objects.
+
+    Build one with ``MCPServer.stdio`` or ``MCPServer.http``; use it as a context
+    manager (``start()`` on entry, ``stop()`` on exit).
+
+    Args:
+        target: an ``mcp.StdioServerParameters`` or a streamable-HTTP URL (str).
+        name: the namespace of its tools, letters and digits separated by single
+            ``-`` or ``_``; ``None``: the name the server gives itself, made to fit.
+        timeout: seconds a tool call may take before ``MCPTimeoutError``; a tool's own
+            ``timeout`` attribute, when not ``None``, wins.
+        start_timeout: seconds to start the server, connect and list its tools.
+        approval: ``True`` (every tool asks), ``False`` (none asks), or a mapping of
+            MCP tool names (``"*"``: the rest) to ``True``/``False``; unset tools
+            follow their annotations (module docstring).
+
+    Attributes:
+        tools: the ``MCPTool`` list, in the server's order (empty before ``start``).
+        server_info: the server's ``Implementation`` (name, version) or ``None``.
+    """
+
+    def __init__(self, target, *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+                 start_timeout: float = DEFAULT_START_TIMEOUT,
+                 approval: bool | Mapping[str, bool] | None = None):
+        if name is not None and not _SERVER_NAME.fullmatch(name):
+            raise ValueError(f"MCP server name {name!r} is not allowed: use letters and digits "
+                             "separated by single '-' or '_' (it prefixes tool names)")
+        if not (approval is None or isinstance(approval, bool) or isinstance(approval, Mapping)):
+            raise TypeError("approval must be True, False, or a dict of tool name -> bool")
+        self._target = target
+        self._requested_name = name
+        self.name = name or ""
+        self.timeout = timeout
+        self.start_timeout = start_timeout
+        self.approval = approval
+        self.tools: list[MCPTool] = []
+        self.server_info = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._main: concurrent.futures.Future | None = None
+        self._stopping: asyncio.Event | None = None
+        self._client: Client | None = None
+        self._dead: str | None = None  # why the connection ended, once it has
+        self._lock = threading.Lock()
+
+    @classmethod
+    def stdio(cls, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+              *, cwd: str | None = None, **options) -> "MCPServer":
+        """A server run as a child process speaking MCP on its stdin/stdout.
+
+        Args:
+            command: the program (str), looked up on ``PATH``.
+            args: its arguments (list of str).
+            env: extra environment variables; the child gets only these over the SDK's
+                safe few (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``),
+                so pass API keys the server needs here.
+            cwd: the child's working directory (default: ours).
+            **options: as for ``MCPServer`` (``name``, ``timeout``, ``approval`` …).
+
+        The child's stderr is ours (its log shows on the terminal). On ``stop()`` its
+        stdin is closed, and after 2 s its whole process group is ended.
+        """
+        if isinstance(args, str):
+            raise TypeError("args is a list of strings; for a command line use "
+                            "MCPServer.from_command_line")
+        params = StdioServerParameters(command=command, args=list(args),
+                                       env=dict(env) if env else None, cwd=cwd)
+        return cls(params, **options)
+
+    @classmethod
+    def http(cls, url: str, **options) -> "MCPServer":
+        """A server reached over streamable HTTP at ``url`` (e.g.
+        ``http://127.0.0.1:8000/mcp``); ``**options`` as for ``MCPServer``."""
+        if not url.startswith(("http://", "https://")):
+            raise ValueError(f"an MCP server URL starts with http:// or https://, got {url!r}")
+        return cls(url, **options)
+
+    @classmethod
+    def from_command_line(cls, spec: str, **options) -> "MCPServer":
+        """The server of ``agentflow chat --mcp SPEC``: ``[NAME=]COMMAND ARGS…`` split as
+        a POSIX shell would (no shell runs it), or ``[NAME=]URL`` for streamable HTTP."""
+        name, sep, rest = spec.partition("=")
+        if sep and _SERVER_NAME.fullmatch(name) and rest.strip():
+            options.setdefault("name", name)
+            spec = rest
+        spec = spec.strip()
+        if spec.startswith(("http://", "https://")):
+            return cls.http(spec, **options)
+        words = shlex.split(spec)
+        if not words:
+            raise ValueError("an MCP server command is empty")
+        return cls.stdio(words[0], words[1:], **options)
+
+    # -- life cycle --------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether the server is started and its connection has not ended."""
+        return self._client is not None and self._dead is None
+
+    def start(self) -> "MCPServer":
+        """Start the server (or connect to it), initialise the session and list its tools.
+
+        Returns ``self``. Does nothing when already running. Raises ``MCPError`` when it
+        cannot start, does not answer within ``start_timeout`` seconds, or lists tools
+        whose names clash or that ``approval`` names wrongly; nothing is left running.
+        """
+        with self._lock:
+            if self._loop is not None:
+                if self._dead is None:
+                    return self
+                self._shutdown()
+            self._dead = None
+            self._loop = asyncio.new_event_loop()
+            self._stopping = asyncio.Event()
+            self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                            name=f"agentflow-mcp-{self.describe()[:40]}")
+            self._thread.start()
+            ready: concurrent.futures.Future = concurrent.futures.Future()
+            self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), self._loop)
+            try:
+                info, specs = ready.result(self.start_timeout)
+                self._adopt(info, specs)
+            except concurrent.futures.TimeoutError:
+                self._shutdown()
+                raise MCPError(f"the MCP server {self.describe()} did not answer within "
+                               f"{self.start_timeout:g} s (start_timeout)", self.name) from None
+            except MCPError:
+                self._shutdown()
+                raise
+            except BaseException as exc:
+                self._shutdown()
+                if not isinstance(exc, Exception):
+                    raise
+                raise MCPError(f"could not start the MCP server {self.describe()}: "
+                               f"{_reason(exc)}", self.name) from exc
+            _running.add(self)
+            return self
+
+    def stop(self) -> None:
+        """Close the session and end the server (a child process is ended, see
+        ``stdio``). Safe to call twice; tools then raise ``MCPError`` until ``start``."""
+        with self._lock:
+            self._shutdown()
+            _running.discard(self)
+
+    def restart(self) -> "MCPServer":
+        """``stop()`` then ``start()``: after a server died. Tool objects stay the same
+        (an agent holding them keeps working); their descriptions and schemas are
+        listed anew. Returns ``self``."""
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> "MCPServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "dead" if self._dead else "stopped"
+        return f"MCPServer({self.name or self.describe()!r}, {state})"
+
+    def describe(self) -> str:
+        """The command line or URL of the server (str), for messages."""
+        if isinstance(self._target, str):
+            return self._target
+        return shlex.join([self._target.command, *self._target.args])
+
+    async def _serve(self, ready: concurrent.futures.Future) -> None:
+        """The one task that holds the SDK client open from start to stop (the SDK's
+        context managers must be entered and left in the same task)."""
+        try:
+            async with Client(self._target) as client:
+                specs, cursor = [], None
+                for _ in range(100):  # a server whose pages never end cannot hang start()
+                    page = await client.list_tools(cursor=cursor)
+                    specs.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                self._client = client
+                ready.set_result((client.server_info, specs))
+                await self._stopping.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else MCPError(
+                    f"the MCP server {self.describe()} was stopped while starting", self.name))
+            elif not self._stopping.is_set():
+                self._dead = _reason(exc)  # the transport broke (an HTTP server went away)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._client = None
+
+    def _shutdown(self) -> None:
+        """Stop the serving task, then the loop and its thread. Lock held."""
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        if self._stopping is not None:
+            loop.call_soon_threadsafe(self._stopping.set)
+        if self._main is not None:
+            with contextlib.suppress(BaseException):
+                self._main.result(_STOP_TIMEOUT)
+
+        async def cancel_the_rest():
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(BaseException):
+            asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(_STOP_TIMEOUT)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(_STOP_TIMEOUT)
+            if not self._thread.is_alive():
+                loop.close()
+        self._thread = self._main = self._client = None
+
+    def _adopt(self, info, specs) -> None:
+        """Name the server, build (or refresh) its tools, apply ``approval``."""
+        self.server_info = info
+        if not self._requested_name:
+            given = getattr(info, "name", "") or ""
+            self.name = "-".join(re.findall(r"[A-Za-z0-9]+", given)) or "mcp"
+        known = {t.mcp_name: t for t in self.tools}
+        tools = [known[s.name].refresh(s) if s.name in known else MCPTool(self, s)
+                 for s in specs]
+        by_wire: dict[str, str] = {}
+        for t in tools:
+            if t.name in by_wire:
+                raise MCPError(f"the MCP server {self.name!r} lists tools {by_wire[t.name]!r} "
+                               f"and {t.mcp_name!r}, which both become {t.name!r}", self.name)
+            by_wire[t.name] = t.mcp_name
+        if isinstance(self.approval, Mapping):
+            unknown = sorted(set(self.approval) - {t.mcp_name for t in tools} - {"*"})
+            if unknown:
+                raise MCPError(f"approval names tools the MCP server {self.name!r} does not "
+                               f"have: {', '.join(unknown)} (it has: "
+                               f"{', '.join(t.mcp_name for t in tools) or 'none'})", self.name)
+        for t in tools:
+            t.decide_approval(self.approval)
+        self.tools = tools
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def call(self, tool: str, arguments: dict, timeout: float | None = None):
+        """Call the MCP tool named ``tool`` (the server's name, not the wire name) and
+        wait for its ``CallToolResult``.
+
+        Args:
+            tool: the MCP tool name.
+            arguments: the arguments (dict).
+            timeout: seconds to wait (default: the server's ``timeout``).
+
+        Raises:
+            MCPTimeoutError: no answer in time; the call was cancelled.
+            MCPError: the server is not running, died during the call, or refused it
+                (a JSON-RPC error, e.g. an unknown tool).
+        """
+        timeout = self.timeout if timeout is None else timeout
+        client, loop = self._client, self._loop
+        if self._dead is not None:
+            raise MCPError(f"the MCP server {self.name!r} is not running ({self._dead}); "
+                           "restart it with MCPServer.restart()", self.name)
+        if client is None or loop is None:
+            raise MCPError(f"the MCP server {self.name!r} is not running: start it first "
+                           "(MCPServer.start() or a with block)", self.name)
+        future = asyncio.run_coroutine_threadsafe(client.call_tool(tool, arguments), loop)
+        try:
+            done, _ = concurrent.futures.wait([future], timeout)
+        except BaseException:  # KeyboardInterrupt: do not leave the call running
+            future.cancel()
+            raise
+        if not done:
+            future.cancel()
+            raise MCPTimeoutError(
+                f"{self.name}.{tool} gave no answer within {timeout:g} s and was cancelled; "
+                "it may have partly run on the server and was not retried", self.name)
+        try:
+            return future.result()
+        except _SDKError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                raise self._died(tool) from None
+            raise MCPError(f"the MCP server {self.name!r} refused the call to {tool!r}: "
+                           f"{exc.message} (JSON-RPC error {exc.code})", self.name) from None
+        except (concurrent.futures.CancelledError, asyncio.CancelledError):
+            raise self._died(tool) from None  # the transport's task group was torn down
+        except Exception as exc:
+            if self._dead is not None or self._client is None:
+                raise self._died(tool) from exc
+            raise MCPError(f"the call to {self.name}.{tool} failed: {_reason(exc)}",
+                           self.name) from exc
+
+    def _died(self, tool: str) -> MCPError:
+        self._dead = self._dead or "its connection closed"
+        return MCPError(
+            f"the MCP server {self.name!r} closed the connection during the call to "
+            f"{tool!r} (its process exited or the connection dropped); the call may have "
+            "partly run and was not retried. Restart the server (MCPServer.restart()) to "
+            "use its tools again", self.name)
+
+
+class MCPTool(Tool):
+    """One tool of an ``MCPServer``, as an agentflow ``Tool``.
+
+    Attributes:
+        name: the wire name ``<server>__<tool>`` (module docstring).
+        qualified_name: ``<server>.<tool>``, the MCP name unchanged, for people and policies.
+        mcp_name: the tool's name on its server.
+        description, parameters: the server's description and input JSON schema.
+        annotations: the server's ``ToolAnnotations`` or ``None``.
+        idempotent: ``idempotentHint`` (SPEC R16).
+        approval_reason: why the tool asks or not (str), e.g. ``"readOnlyHint"``.
+        timeout: seconds for this tool's calls; ``None``: the server's ``timeout``.
+    """
+
+    def __init__(self, server: MCPServer, spec):
+        self.server = server
+        self.mcp_name = spec.name
+        self.name = wire_name(server.name, spec.name)
+        self.qualified_name = f"{server.name}.{spec.name}"
+        self.timeout: float | None = None
+        self._asks = True
+        self.approval_reason = ""
+        self.refresh(spec)
+
+    def refresh(self, spec) -> "MCPTool":
+        """Take the description, schema and annotations of a new listing."""
+        self.description = spec.description or spec.title or ""
+        schema = dict(spec.input_schema or {})
+        schema.setdefault("type", "object")
+        schema.setdefault("properties", {})
+        self.parameters = schema
+        self.annotations = spec.annotations
+        self.idempotent = bool(spec.annotations and spec.annotations.idempotent_hint)
+        return self
+
+    def decide_approval(self, approval) -> None:
+        """Apply the server's ``approval`` setting, else the annotations (fail closed:
+        a tool that claims to be both read-only and destructive asks)."""
+        if isinstance(approval, bool):
+            self._asks, self.approval_reason = approval, "approval=" + str(approval)
+            return
+        if isinstance(approval, Mapping):
+            for key in (self.mcp_name, "*"):
+                if key in approval:
+                    self._asks = bool(approval[key])
+                    self.approval_reason = f"approval[{key!r}]"
+                    return
+        notes = self.annotations
+        read_only = bool(notes and notes.read_only_hint)
+        destructive = bool(notes and notes.destructive_hint)
+        self._asks = not read_only or destructive
+        self.approval_reason = ("readOnlyHint and destructiveHint" if read_only and destructive
+                                else "readOnlyHint" if read_only else "not read-only")
+
+    def requires_approval(self) -> bool:
+        return self._asks
+
+    def invoke(self, arguments: dict) -> str:
+        """Call the tool on its server; returns the result text (module docstring).
+        Raises ``MCPToolError`` for an ``isError`` result, ``MCPTimeoutError`` and
+        ``MCPError`` as ``MCPServer.call``."""
+        result = self.server.call(self.mcp_name, arguments, self.timeout)
+        text = result_text(result)
+        if result.is_error:
+            raise MCPToolError(text or "the tool reported an error without a message",
+                               self.server.name)
+        return text
+
+
+def wire_name(server: str, tool: str) -> str:
+    """The function name the model sees for ``tool`` of ``server`` (str, at most 64
+    characters of ``[A-Za-z0-9_-]``; module docstring)."""
+    name = f"{server}__{_WIRE_BAD.sub('_', tool)}"
+    if len(name) <= _MAX_WIRE:
+        return name
+    digest = hashlib.sha256(f"{server}.{tool}".encode("utf-8")).hexdigest()[:8]
+    return f"{name[:_MAX_WIRE - 9]}_{digest}"
+
+
+def result_text(result) -> str:
+    """The text sent to the model for a ``CallToolResult``: its text blocks joined by
+    newlines, else its structured content as JSON; one ``[image: …]`` style line per
+    other block."""
+    texts, others = [], []
+    for block in result.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            texts.append(block.text)
+        elif kind in ("image", "audio"):
+            others.append(f"[{kind}: {block.mime_type}, {_b64_size(block.data)} bytes]")
+        elif kind == "resource":
+            res = block.resource
+            size = (len(res.text.encode("utf-8")) if hasattr(res, "text")
+                    else _b64_size(res.blob))
+            others.append(f"[resource {res.uri}: {res.mime_type or 'unknown type'}, "
+                          f"{size} bytes]")
+        elif kind == "resource_link":
+            size = f", {block.size} bytes" if block.size is not None else ""
+            others.append(f"[resource link {block.uri}: {block.mime_type or 'unknown type'}"
+                          f"{size}]")
+        else:
+            others.append(f"[{kind or type(block).__name__} content]")
+    if not texts and result.structured_content is not None:
+        texts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(texts + others)
+
+
+def _b64_size(data: str) -> int | str:
+    try:
+        return len(binascii.a2b_base64(data))
+    except (binascii.Error, ValueError):
+        return "?"
+
+
+def _reason(exc: BaseException) -> str:
+    """The first real error inside (nested) exception groups, as ``Type: message``."""
+    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:
+        exc = exc.exceptions[0]  # an ExceptionGroup from the SDK's task groups
+    if isinstance(exc, _SDKError) and exc.code == CONNECTION_CLOSED:
+        return ("the server closed the connection before answering (is the command an MCP "
+                "server? its own messages are above)")
+    return f"{type(exc).__name__}: {exc}"
+
+
+# Servers still running when the interpreter exits are stopped, so no child outlives us.
+_running: "weakref.WeakSet[MCPServer]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_running):
+        server.stop()
