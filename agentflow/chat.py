@@ -89,6 +89,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tools", metavar="NAMES",
                         help=f"comma-separated built-in tools, or 'none' (default: all: "
                              f"{', '.join(BUILTIN_NAMES)})")
+    parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND",
+                        help="also offer the tools of this MCP server: a command line run "
+                             "over stdio, or an http(s) URL (streamable HTTP); repeatable; "
+                             "its tools are named NAME__TOOL; needs agentflow[mcp]")
     parser.add_argument("--max-rounds", type=int, help="rounds per run (default 40)")
     parser.add_argument("--read-timeout", type=float, default=120.0, metavar="SECONDS",
                         help="longest silence of the endpoint mid-reply (default 120)")
@@ -143,7 +147,7 @@ class Chat:
     """One ``agentflow chat`` process: the agent, the session, the terminal."""
 
     def __init__(self, args, session: AgentSession, out: Output | None = None,
-                 interactive: bool = False):
+                 interactive: bool = False, mcp_servers=()):
         from .agent import ChatClientAgent
         from .builtin_tools import builtin_tools
         self.args = args
@@ -169,6 +173,7 @@ class Chat:
                                   output_cap=args.output_cap, workspace=self.workspace)
         except ValueError as exc:
             raise UsageError(f"--tools: {exc}") from None
+        tools += [t for server in mcp_servers for t in server.tools]
         self.tools = {t.name: t for t in tools}
         client = self._client(settings)
         run_policy, layers = policy_layers(args.policy, self.tools, self.workspace)
@@ -759,6 +764,29 @@ def cli_words(text: str) -> str:
     return text
 
 
+def _start_mcp_servers(specs, stack) -> list:
+    """Start each ``--mcp`` server (stopped when ``stack`` closes); the SDK is imported
+    only here, so a chat without ``--mcp`` never loads it."""
+    if not specs:
+        return []
+    try:
+        from .mcp import MCPServer
+    except ImportError as exc:
+        raise UsageError(f"--mcp: {exc}") from None
+    servers = []
+    for spec in specs:
+        try:
+            server = MCPServer.from_command_line(spec)
+        except ValueError as exc:
+            raise UsageError(f"--mcp {spec!r}: {exc}") from None
+        servers.append(stack.enter_context(server))
+        names = [s.name for s in servers]
+        if names.count(server.name) > 1:
+            raise UsageError(f"two --mcp servers are both named {server.name!r}: name one "
+                             f"with --mcp {shlex.quote('OTHER=' + server.describe())}")
+    return servers
+
+
 def main(args) -> int:
     """Run ``agentflow chat`` with parsed ``args``; returns the exit status."""
     out = Output(args.json)
@@ -787,7 +815,10 @@ def main(args) -> int:
                     raise UsageError(_session_problem(args.session, exc)) from None
             else:
                 session = AgentSession()
-            return Chat(args, session, out, interactive=interactive).main()
+            servers = _start_mcp_servers(args.mcp, stack)
+            for server in servers:
+                out.say(server.summary())
+            return Chat(args, session, out, interactive=interactive, mcp_servers=servers).main()
     except UsageError as exc:
         return fail(EXIT_USAGE, "UsageError", str(exc))
     except KeyboardInterrupt:

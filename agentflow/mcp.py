@@ -126,8 +126,11 @@ class MCPServer:
         if name is not None and not _SERVER_NAME.fullmatch(name):
             raise ValueError(f"MCP server name {name!r} is not allowed: use letters and digits "
                              "separated by single '-' or '_' (it prefixes tool names)")
-        if not (approval is None or isinstance(approval, bool) or isinstance(approval, Mapping)):
-            raise TypeError("approval must be True, False, or a dict of tool name -> bool")
+        if not (approval is None or isinstance(approval, bool) or (
+                isinstance(approval, Mapping)
+                and all(isinstance(v, bool) for v in approval.values()))):
+            raise TypeError("approval must be True (ask), False (do not ask), or a dict of "
+                            f"MCP tool name -> True/False; got {approval!r}")
         self._target = target
         self._requested_name = name
         self.name = name or ""
@@ -261,6 +264,15 @@ class MCPServer:
     def __repr__(self) -> str:
         state = "running" if self.running else "dead" if self._dead else "stopped"
         return f"MCPServer({self.name or self.describe()!r}, {state})"
+
+    def summary(self) -> str:
+        """What ``agentflow chat`` shows at start: the server, then one line per tool
+        with its wire name and whether it asks (str, lines joined by newlines)."""
+        width = max((len(t.name) for t in self.tools), default=0)
+        lines = [f"MCP server {self.name} ({self.describe()}): {len(self.tools)} tools"]
+        lines += [f"  {t.name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
+                  f"({t.approval_reason})" for t in self.tools]
+        return "\n".join(lines)
 
     def describe(self) -> str:
         """The command line or URL of the server (str), for messages."""

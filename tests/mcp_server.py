@@ -18,9 +18,11 @@ import sys
 from pathlib import Path
 
 import anyio
+from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import (BlobResourceContents, CallToolResult, EmbeddedResource, ImageContent, TextContent,
+from mcp.types import (INVALID_PARAMS, BlobResourceContents, CallToolResult, EmbeddedResource,
+                       ImageContent, TextContent,
                        TextResourceContents, ToolAnnotations)
 
 NAME, DIR, TRANSPORT = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
@@ -91,6 +93,13 @@ def fail(message: str) -> str:
     """Always fails with message."""
     ran("fail")
     raise ToolError(message)
+
+
+@server.tool(annotations=READ_ONLY)
+def refuse() -> str:
+    """Answers with a JSON-RPC error instead of a result."""
+    ran("refuse")
+    raise MCPError(code=INVALID_PARAMS, message="refused on purpose")
 
 
 @server.tool(annotations=READ_ONLY)
