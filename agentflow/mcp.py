@@ -311,9 +311,11 @@ class MCPServer:
         loop, self._loop = self._loop, None
         if loop is None:
             return
-        if self._stopping is not None:
-            loop.call_soon_threadsafe(self._stopping.set)
         if self._main is not None:
+            if self._client is None:  # still starting: it would not see the stop event
+                self._main.cancel()
+            elif self._stopping is not None:
+                loop.call_soon_threadsafe(self._stopping.set)
             with contextlib.suppress(BaseException):
                 self._main.result(_STOP_TIMEOUT)
 

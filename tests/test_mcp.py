@@ -434,6 +434,11 @@ def test_a_server_that_cannot_start_says_why():
     with pytest.raises(MCPError, match="could not start the MCP server no-such-mcp-server.*"
                                        "FileNotFoundError"):
         MCPServer.stdio("no-such-mcp-server").start()
+    silent = MCPServer.stdio("sh", ["-c", "cat >/dev/null"], start_timeout=0.5)  # never answers
+    with pytest.raises(MCPError, match=r"the MCP server sh -c 'cat >/dev/null' did not answer "
+                                       r"within 0.5 s \(start_timeout\)"):
+        silent.start()
+    assert not silent.running
     with pytest.raises(MCPError, match="is not running: start it first"):
         MCPServer.stdio("unused").call("echo", {})
 
