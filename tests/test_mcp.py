@@ -445,23 +445,27 @@ def test_a_server_that_cannot_start_says_why():
 
 # -- the command line -------------------------------------------------------------------------------
 
-def test_chat_lists_mcp_tools_and_gates_them_like_built_ins(servers, tmp_path):
+def test_chat_lists_mcp_tools_and_gates_them_like_built_ins(servers, monkeypatch, capsys):
     """``agentflow chat --mcp``: the tools are listed at start; a read-only one runs, a
-    write waits for approval (here refused by --deny-all)."""
+    write waits for approval (here refused by --deny-all). In this process, to save
+    a second import of the SDK; tests/test_cli_chat.py covers the command as a process."""
+    from agentflow.__main__ import main
+
+    web_url = servers["web_url"]
     bodies = [chat_stream(tool_calls=[("e1", "site__echo", '{"text": "hi"}')]),
               chat_stream(tool_calls=[("w1", "site__write_note", '{"name": "x", "text": "y"}')]),
               chat_stream(text="Could not write.")]
-    web_url = servers["web_url"]
     with ReplayServer(bodies) as model:
-        env = {**os.environ, "OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": model.base_url}
-        out = subprocess.run([sys.executable, "-m", "agentflow", "chat", "--tools", "none",
-                              "--mcp", f"site={web_url}", "--deny-all", "write x"],
-                             capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
-        assert out.returncode == 0, out.stderr
-        assert f"MCP server site ({web_url}): 13 tools" in out.stdout
-        assert re.search(r"\n  site__write_note +asks \(not read-only\)\n", out.stdout)
-        assert re.search(r"\n  site__echo +runs \(readOnlyHint\)\n", out.stdout)
-        assert sent_tool_messages(model.requests[1]) == [
-            {"role": "tool", "content": "web: hi", "tool_call_id": "e1"}]
-        assert sent_tool_messages(model.requests[2])[-1]["content"] == \
-            "Rejected: denied by --deny-all"
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+        status = main(["chat", "--tools", "none", "--mcp", f"site={web_url}", "--deny-all",
+                       "write x"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"MCP server site ({web_url}): 13 tools" in out
+    assert re.search(r"\n  site__write_note +asks \(not read-only\)\n", out)
+    assert re.search(r"\n  site__echo +runs \(readOnlyHint\)\n", out)
+    assert sent_tool_messages(model.requests[1]) == [
+        {"role": "tool", "content": "web: hi", "tool_call_id": "e1"}]
+    assert sent_tool_messages(model.requests[2])[-1]["content"] == "Rejected: denied by --deny-all"
+    assert not (servers["web_dir"] / "x").exists()
