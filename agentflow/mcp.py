@@ -12,8 +12,9 @@ imports this module).
 **Threads.** The SDK is asynchronous; agentflow is not. Each started ``MCPServer`` owns
 one background thread running one asyncio event loop, which holds the SDK client for
 the server's whole life. ``Tool.invoke`` hands the call to that loop and blocks until
-the answer comes or ``timeout`` seconds pass (then the call is cancelled on the server
-and ``MCPTimeoutError`` is raised). Nothing is ever sent twice: a call that failed in any
+the answer comes or ``timeout`` seconds pass (default 60; then the call is cancelled on
+the server and ``MCPTimeoutError`` is raised). Starting waits ``start_timeout`` seconds
+(default 60: ``npx -y`` may download the server first). Nothing is ever sent twice: a call that failed in any
 way is reported to the model (``Error: …``, SPEC R13), never retried here.
 
 **Names.** A tool is offered to the model as ``<server>__<tool>`` (OpenAI allows only
