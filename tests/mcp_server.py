@@ -5,8 +5,9 @@
     python tests/mcp_server.py NAME DIR http       # streamable HTTP on 127.0.0.1;
                                                    # prints "port N" when ready
 
-Notes live as files in DIR. Every tool call appends its tool name to DIR/calls.log
-before it does anything else, so a test can count how often a call really ran.
+or ``build(NAME, DIR)`` in a process that serves it itself. Notes live as files in DIR.
+Every tool call appends its tool name to DIR/calls.log before it does anything else,
+so a test can count how often a call really ran.
 """
 
 from __future__ import annotations
@@ -22,128 +23,121 @@ from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import (INVALID_PARAMS, BlobResourceContents, CallToolResult, EmbeddedResource,
-                       ImageContent, TextContent,
-                       TextResourceContents, ToolAnnotations)
+                       ImageContent, TextContent, TextResourceContents, ToolAnnotations)
 
-NAME, DIR, TRANSPORT = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 READ_ONLY = ToolAnnotations(read_only_hint=True)
-server = MCPServer(NAME, log_level="WARNING")
 
 
-def ran(tool: str) -> None:
-    with open(DIR / "calls.log", "a", encoding="utf-8") as log:
-        log.write(tool + "\n")
+def build(server_name: str, directory: Path) -> MCPServer:
+    """The server called server_name, keeping its notes in directory."""
+    server = MCPServer(server_name, log_level="WARNING")
+
+    def ran(tool: str) -> None:
+        with open(directory / "calls.log", "a", encoding="utf-8") as log:
+            log.write(tool + "\n")
+
+    @server.tool(annotations=READ_ONLY)
+    def read_note(name: str) -> str:
+        """Read the note called name."""
+        ran("read_note")
+        return (directory / name).read_text(encoding="utf-8")
+
+    @server.tool()
+    def write_note(name: str, text: str) -> str:
+        """Write text to the note called name, replacing it."""
+        ran("write_note")
+        (directory / name).write_text(text, encoding="utf-8")
+        return f"wrote {len(text)} characters to {name}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=True))
+    def tag_note(name: str, tag: str) -> str:
+        """Add a tag to a note (tagging twice changes nothing)."""
+        ran("tag_note")
+        return f"{name} tagged {tag}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=True))
+    def purge(older_than_days: int) -> str:
+        """Says it is read-only and destructive at once."""
+        ran("purge")
+        return "purged"
+
+    @server.tool(name="search.notes", annotations=READ_ONLY)
+    def search_notes(word: str) -> str:
+        """Names of the notes that contain word (a tool name with a dot)."""
+        ran("search.notes")
+        return "\n".join(sorted(p.name for p in directory.iterdir() if p.name != "calls.log"
+                                and word in p.read_text(encoding="utf-8")))
+
+    @server.tool(annotations=READ_ONLY)
+    def echo(text: str) -> str:
+        """Say text back, with this server's name."""
+        ran("echo")
+        return f"{server_name}: {text}"
+
+    @server.tool(annotations=READ_ONLY)
+    async def slow(seconds: float) -> str:
+        """Wait seconds, then answer."""
+        ran("slow")
+        await anyio.sleep(seconds)
+        return f"waited {seconds} s"
+
+    @server.tool(annotations=READ_ONLY)
+    def fail(message: str) -> str:
+        """Always fails with message."""
+        ran("fail")
+        raise ToolError(message)
+
+    @server.tool(annotations=READ_ONLY)
+    def refuse() -> str:
+        """Answers with a JSON-RPC error instead of a result."""
+        ran("refuse")
+        raise MCPError(code=INVALID_PARAMS, message="refused on purpose")
+
+    @server.tool(annotations=READ_ONLY)
+    def crash() -> str:
+        """The server process exits in the middle of this call."""
+        ran("crash")
+        os._exit(3)
+
+    @server.tool(annotations=READ_ONLY)
+    def stats() -> CallToolResult:
+        """Counts, as structured content only."""
+        ran("stats")
+        return CallToolResult(content=[], structured_content={"notes": 2, "tags": ["a", "b"]})
+
+    @server.tool(annotations=READ_ONLY)
+    def count(word: str) -> dict[str, int]:
+        """How often word occurs, as structured content and the same JSON as text."""
+        ran("count")
+        return {word: 2}
+
+    @server.tool(annotations=READ_ONLY)
+    def attachments() -> list:
+        """An image, an embedded text resource, an embedded blob and a line of text."""
+        ran("attachments")
+        return [ImageContent(data=base64.b64encode(b"\x89PNG" + bytes(96)).decode(),
+                             mime_type="image/png"),
+                EmbeddedResource(resource=TextResourceContents(
+                    uri="note://a", mime_type="text/plain", text="héllo")),
+                EmbeddedResource(resource=BlobResourceContents(
+                    uri="note://b", mime_type="application/zip",
+                    blob=base64.b64encode(bytes(1000)).decode())),
+                TextContent(text="three attachments")]
+
+    return server
 
 
-@server.tool(annotations=READ_ONLY)
-def read_note(name: str) -> str:
-    """Read the note called name."""
-    ran("read_note")
-    return (DIR / name).read_text(encoding="utf-8")
+if __name__ == "__main__":
+    TRANSPORT = sys.argv[3]
+    server = build(sys.argv[1], Path(sys.argv[2]))
+    if TRANSPORT == "stdio":
+        server.run("stdio")
+    else:
+        import uvicorn
 
-
-@server.tool()
-def write_note(name: str, text: str) -> str:
-    """Write text to the note called name, replacing it."""
-    ran("write_note")
-    (DIR / name).write_text(text, encoding="utf-8")
-    return f"wrote {len(text)} characters to {name}"
-
-
-@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                                         idempotent_hint=True))
-def tag_note(name: str, tag: str) -> str:
-    """Add a tag to a note (tagging twice changes nothing)."""
-    ran("tag_note")
-    return f"{name} tagged {tag}"
-
-
-@server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=True))
-def purge(older_than_days: int) -> str:
-    """Says it is read-only and destructive at once."""
-    ran("purge")
-    return "purged"
-
-
-@server.tool(name="search.notes", annotations=READ_ONLY)
-def search_notes(word: str) -> str:
-    """Names of the notes that contain word (a tool name with a dot)."""
-    ran("search.notes")
-    return "\n".join(sorted(p.name for p in DIR.iterdir()
-                            if p.name != "calls.log" and word in p.read_text(encoding="utf-8")))
-
-
-@server.tool(annotations=READ_ONLY)
-def echo(text: str) -> str:
-    """Say text back, with this server's name."""
-    ran("echo")
-    return f"{NAME}: {text}"
-
-
-@server.tool(annotations=READ_ONLY)
-async def slow(seconds: float) -> str:
-    """Wait seconds, then answer."""
-    ran("slow")
-    await anyio.sleep(seconds)
-    return f"waited {seconds} s"
-
-
-@server.tool(annotations=READ_ONLY)
-def fail(message: str) -> str:
-    """Always fails with message."""
-    ran("fail")
-    raise ToolError(message)
-
-
-@server.tool(annotations=READ_ONLY)
-def refuse() -> str:
-    """Answers with a JSON-RPC error instead of a result."""
-    ran("refuse")
-    raise MCPError(code=INVALID_PARAMS, message="refused on purpose")
-
-
-@server.tool(annotations=READ_ONLY)
-def crash() -> str:
-    """The server process exits in the middle of this call."""
-    ran("crash")
-    os._exit(3)
-
-
-@server.tool(annotations=READ_ONLY)
-def stats() -> CallToolResult:
-    """Counts, as structured content only."""
-    ran("stats")
-    return CallToolResult(content=[], structured_content={"notes": 2, "tags": ["a", "b"]})
-
-
-@server.tool(annotations=READ_ONLY)
-def count(word: str) -> dict[str, int]:
-    """How often word occurs, as structured content and the same JSON as text."""
-    ran("count")
-    return {word: 2}
-
-
-@server.tool(annotations=READ_ONLY)
-def attachments() -> list:
-    """An image, an embedded text resource, an embedded blob and a line of text."""
-    ran("attachments")
-    return [ImageContent(data=base64.b64encode(b"\x89PNG" + bytes(96)).decode(),
-                         mime_type="image/png"),
-            EmbeddedResource(resource=TextResourceContents(
-                uri="note://a", mime_type="text/plain", text="héllo")),
-            EmbeddedResource(resource=BlobResourceContents(
-                uri="note://b", mime_type="application/zip",
-                blob=base64.b64encode(bytes(1000)).decode())),
-            TextContent(text="three attachments")]
-
-
-if TRANSPORT == "stdio":
-    server.run("stdio")
-else:
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    print(f"port {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
-    uvicorn.Server(config).run(sockets=[sock])
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        print(f"port {sock.getsockname()[1]}", flush=True)
+        config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+        uvicorn.Server(config).run(sockets=[sock])

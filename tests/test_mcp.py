@@ -15,8 +15,11 @@ import json
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -83,16 +86,42 @@ def http_url(process: subprocess.Popen) -> str:
     return f"http://127.0.0.1:{int(line.split()[1])}/mcp"
 
 
+def serve_http_here(name: str, directory: pathlib.Path):
+    """The same server over streamable HTTP, served by uvicorn on a thread of this
+    process, which has imported the SDK already. Returns ``(url, stop)``."""
+    import uvicorn
+    from mcp_server import build
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(build(name, directory).streamable_http_app(), log_level="warning",
+                            timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+
+    def stop():
+        server.should_exit = True
+        thread.join(10)
+
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", stop
+
+
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    """Every server of this module, started at once: each process spends about a second
-    importing the SDK, so they start side by side. Keys: ``notes`` (stdio MCPServer),
-    ``web`` (HTTP MCPServer) and ``web_url``, ``gone_url`` (an HTTP server for one test
-    to kill), ``filesystem`` (the reference server, or ``None`` when not installed), and
-    the directories ``<key>_dir``."""
+    """Every server of this module, started side by side (a process of the SDK spends
+    about a second importing it). Keys: ``notes`` (an ``MCPServer`` over stdio), ``web``
+    (over HTTP, served in this process) and ``web_url``, ``gone_url`` (an HTTP server
+    process for one test to kill), ``filesystem`` (the reference server, or ``None``
+    when it is not installed), and the directories ``<key>_dir``."""
     dirs = {key: tmp_path_factory.mktemp(key) for key in ("notes", "web", "gone", "fs")}
-    processes = {key: spawn_http_server(key, dirs[key]) for key in ("web", "gone")}
+    processes = {"gone": spawn_http_server("gone", dirs["gone"])}
     got = {f"{key}_dir": path for key, path in dirs.items()}
+    got["web_url"], stop_web = serve_http_here("web", dirs["web"])
     got["notes"] = MCPServer.stdio(sys.executable, [SERVER, "notes", str(dirs["notes"]), "stdio"],
                                    timeout=10, start_timeout=30)
     got["filesystem"] = (MCPServer.stdio(str(FILESYSTEM), [str(dirs["fs"])], name="filesystem",
@@ -100,7 +129,6 @@ def servers(tmp_path_factory):
                          if FILESYSTEM.exists() else None)
 
     def web():
-        got["web_url"] = http_url(processes["web"])
         got["web"] = MCPServer.http(got["web_url"], timeout=10, start_timeout=30).start()
 
     def gone():
@@ -118,6 +146,7 @@ def servers(tmp_path_factory):
         for key in ("web", "notes", "filesystem"):
             if got.get(key) is not None:
                 got[key].stop()
+        stop_web()
         for process in processes.values():
             process.kill()
             process.wait(10)
