@@ -47,6 +47,18 @@ match decides and specificity does not change the order, so no layer can widen w
 A rule that can never match — an unknown tool, a pattern on a tool without a subject,
 an allow pattern naming a chain — is a ``PolicyError`` when the policy meets the tools,
 not a rule silently ignored.
+
+**MCP tools** (``agentflow.mcp``) are named in rules as people write them,
+``server.tool`` (``MCPTool.qualified_name``; the server's name has no dot, so the first
+dot splits): ``filesystem.write_file(src/**)``. The wire name the model sees
+(``filesystem__write_file``) is refused with a message giving the rule to write: it is
+mangled to fit OpenAI's function names, so it is not a stable name for a policy file,
+and one spelling per tool keeps a ``deny`` from being missed by a reader. Their subject
+is read from the server's input schema (``agentflow.mcp``); a path subject is resolved
+against the server's ``root`` (relative patterns too), with ``~/`` as the home folder,
+as MCP filesystem servers do. A rule naming a server that is not among the tools is an
+error, unless the check is told to keep it (``keep_other_servers``: ``agentflow chat``
+for rules of servers not connected in that chat, as for a built-in switched off).
 """
 
 from __future__ import annotations
@@ -65,7 +77,8 @@ from .errors import PolicyError
 EFFECTS = ("deny", "ask", "allow")  # the order rules are checked in (SPEC R19)
 SUBJECT_KINDS = ("shell", "path", "text")
 PROJECT_FILE = os.path.join(".agentflow", "policy.json")
-_RULE = re.compile(r"([A-Za-z0-9_-]{1,64})(?:\((.*)\))?", re.DOTALL)
+# tool_name, or server.tool for an MCP tool (its MCP name: no spaces or parentheses)
+_RULE = re.compile(r"([A-Za-z0-9_-]{1,64}(?:\.[^\s()]{1,128})?)(?:\((.*)\))?", re.DOTALL)
 _STAR, _BACKSLASH = "\x00", "\x01"  # ``\*`` and ``\\`` while a pattern is read
 _OP_KIND = {"|&": "|", "\n": ";", ";;": ";"}
 
@@ -76,6 +89,12 @@ def user_policy_path() -> str:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
                                                               ".config")
     return os.path.join(base, "agentflow", "policy.json")
+
+
+def policy_name(tool) -> str:
+    """The name rules use for ``tool`` (str): an MCP tool's ``qualified_name``
+    (``server.tool``), else its ``name``."""
+    return getattr(tool, "qualified_name", None) or tool.name
 
 
 def escape(text: str) -> str:
@@ -101,7 +120,8 @@ class Rule:
         match = _RULE.fullmatch(text.strip())
         if match is None:
             raise PolicyError(f"cannot read the rule {text!r}: write tool_name or "
-                              "tool_name(pattern), e.g. run_command(git status)")
+                              "tool_name(pattern), e.g. run_command(git status), or "
+                              "server.tool(pattern) for an MCP tool")
         if match.group(2) is not None and not match.group(2).strip():
             raise PolicyError(f"the rule {text!r} has an empty pattern; write "
                               f"{match.group(1)!r} for every call of the tool")
@@ -161,19 +181,26 @@ class ApprovalPolicy:
         return ApprovalPolicy(*([t for t in getattr(self, effect) if Rule.parse(t).tool in keep]
                                 for effect in EFFECTS), name=self.name, source=self.source)
 
-    def check(self, tools) -> None:
+    def check(self, tools, keep_other_servers: bool = False) -> None:
         """Refuse rules that can never match ``tools`` (``Tool`` objects or a mapping of
-        name → ``Tool``): an unknown tool, a pattern on a tool without a subject, a
-        pattern that cannot be read, an allow pattern naming a chain.
+        name → ``Tool``): an unknown tool, an MCP tool named by its wire name, a
+        pattern on a tool without a subject, a pattern that cannot be read, an allow
+        pattern naming a chain.
+
+        Args:
+            tools: the tools the rules may name (rules name an MCP tool
+                ``server.tool``, ``policy_name``).
+            keep_other_servers: ``True``: a ``server.tool`` rule whose server gives
+                none of ``tools`` is kept (it cannot apply here), not refused.
 
         Raises:
             PolicyError: naming the rule, its list and this layer's file.
         """
-        by_name = tools if isinstance(tools, Mapping) else {t.name: t for t in tools}
+        index = _Index(tools.values() if isinstance(tools, Mapping) else tools)
         for effect in EFFECTS:
             for rule in self.rules(effect):
                 try:
-                    _check_rule(rule, effect, by_name)
+                    _check_rule(rule, effect, index, keep_other_servers)
                 except PolicyError as exc:
                     raise PolicyError(f"{self._where()}{effect} rule {str(rule)!r}: {exc}") \
                         from None
@@ -293,14 +320,15 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
         (or ``""``), for the audit trail and the prompt.
     """
     layers = list(layers)
+    name = policy_name(tool)
     subject = _Subject(tool, arguments)
     for effect in ("deny", "ask"):
         for layer in layers:
             for rule in layer.rules(effect):
-                if rule.tool == tool.name and subject.hits(rule):
+                if rule.tool == name and subject.hits(rule):
                     return Verdict(effect, (str(rule),), (layer.name,)), ""
     allows = [(rule, layer) for layer in layers for rule in layer.rules("allow")
-              if rule.tool == tool.name]
+              if rule.tool == name]
     if not allows:
         return None, ""
     if subject.opaque or not subject.parts:  # only a rule naming the whole tool can
@@ -324,18 +352,23 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
 
 def exact_rules(tool, arguments) -> list[str]:
     """The allow rules that let exactly this call run from now on: one per command of a
-    command line, the tool's name for a tool without a subject; empty when no rule can
-    (a line with a substitution, arguments without their subject)."""
+    command line, the tool's name (``policy_name``) for a tool without a subject; empty
+    when no rule can (a line with a substitution, arguments without their subject, an
+    MCP tool whose name a rule cannot spell)."""
+    name = policy_name(tool)
+    if _RULE.fullmatch(name) is None:
+        return []
     if getattr(tool, "subject", None) is None:
-        return [tool.name]
+        return [name]
     subject = _Subject(tool, arguments)
     if subject.opaque or not subject.parts:
         return []
     if tool.subject_kind == "path":
         inside = _root(tool).rstrip("/") + "/"
-        return [f"{tool.name}({escape(value[len(inside):] if value.startswith(inside) else value)})"
-                for value, _ in subject.parts]
-    return list(dict.fromkeys(f"{tool.name}({escape(text)})" for text, _ in subject.parts))
+        return list(dict.fromkeys(
+            f"{name}({escape(value[len(inside):] if value.startswith(inside) else value)})"
+            for value, _ in subject.parts))
+    return list(dict.fromkeys(f"{name}({escape(text)})" for text, _ in subject.parts))
 
 
 # -- matching ------------------------------------------------------------------------------
@@ -352,7 +385,12 @@ class _Subject:
         self.opaque: str | None = None
         name = getattr(tool, "subject", None)
         value = arguments.get(name) if isinstance(arguments, dict) and name else None
-        if not isinstance(value, str):
+        # A list of strings (an MCP tool's ``paths``) is judged as each of its values:
+        # a deny or ask that hits one decides, an allow must cover all.
+        values = [value] if isinstance(value, str) else value if (
+            self.kind != "shell" and isinstance(value, list) and value
+            and all(isinstance(v, str) for v in value)) else None
+        if values is None:
             self.opaque = "a call without its subject" if name else None
             return
         if self.kind == "shell":
@@ -361,12 +399,15 @@ class _Subject:
             self.parts = [(c.text, c.writes) for c in line.commands]
             self.opaque = line.opaque
         elif self.kind == "path":
+            home = getattr(tool, "expands_home", False)  # "~/x" is the home's x there
             try:
-                self.parts = [(os.path.realpath(os.path.join(self.root, value)), False)]
+                self.parts = [(os.path.realpath(os.path.join(
+                    self.root, os.path.expanduser(v) if home and (v == "~" or v.startswith("~/")) else v)),
+                    False) for v in values]
             except (ValueError, OSError):
                 self.opaque = "a path that cannot be resolved"
         else:
-            self.parts = [(value, False)]
+            self.parts = [(v, False) for v in values]
 
     def hits(self, rule: Rule) -> bool:
         """Whether a deny or ask ``rule`` matches anywhere in the call."""
@@ -489,19 +530,50 @@ def _shell_pattern(pattern: str) -> tuple[_Piece, ...]:
     return tuple(pieces)
 
 
-def _check_rule(rule: Rule, effect: str, tools: Mapping) -> None:
-    tool = tools.get(rule.tool)
+class _Index:
+    """The tools a policy is checked against, by the names rules use, by wire name,
+    and the MCP servers they come from."""
+
+    def __init__(self, tools):
+        tools = list(tools)
+        self.by_name = {policy_name(t): t for t in tools}
+        self.by_wire = {t.name: t for t in tools if policy_name(t) != t.name}
+        self.servers = sorted({n.partition(".")[0] for n in self.by_name if "." in n})
+
+
+def _check_rule(rule: Rule, effect: str, index: _Index, keep_other_servers: bool) -> None:
+    tool = index.by_name.get(rule.tool)
+    server = rule.tool.partition(".")[0] if "." in rule.tool else None
     if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
+        if server is not None and server not in index.servers and keep_other_servers:
+            return
+        wired = index.by_wire.get(rule.tool)
+        if wired is not None:
+            right = policy_name(wired)
+            raise PolicyError(
+                f"{rule.tool!r} is the name the model sees for the MCP tool {right}; rules "
+                f"name MCP tools server.tool: write {right}"
+                + (f"({rule.pattern})" if rule.pattern is not None else ""))
+        if server is not None and server not in index.servers:
+            raise PolicyError(f"there is no MCP server {server!r} among the tools (MCP "
+                              f"servers: {', '.join(index.servers) or 'none'}), so it can "
+                              "never match")
+        known = ", ".join(sorted(index.by_name)) or "none"
+        hint = ""
+        if "__" in rule.tool and server is None:
+            hint = (f"; an MCP tool is named server.tool in rules "
+                    f"({rule.tool.replace('__', '.', 1)})")
         raise PolicyError(f"there is no tool {rule.tool!r} (tools: {known}), so it can "
-                          "never match")
+                          f"never match{hint}")
     if rule.pattern is None:
         return
     subject = getattr(tool, "subject", None)
     if subject is None:
+        how = (f"MCPServer(..., subjects={{{tool.mcp_name!r}: ARGUMENT}})"
+               if getattr(tool, "mcp_name", None) else "@tool(subject=...)")
         raise PolicyError(f"{rule.tool} declares no subject argument for a pattern to "
                           f"match, so it can never match; write {rule.tool!r} for every "
-                          "call, or declare one: @tool(subject=...)")
+                          f"call, or declare one: {how}")
     kind = getattr(tool, "subject_kind", "text")
     if kind != "shell":
         return

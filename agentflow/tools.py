@@ -63,6 +63,8 @@ class Tool:
     subject: str | None = None  # the argument policy patterns match (SPEC R19)
     subject_kind: str = "text"  # "shell", "path" or "text": how (agentflow.policy)
     workspace: str | None = None  # the folder relative paths are opened from (None: cwd)
+    qualified_name: str | None = None  # the name policy rules use, if not name (MCP: s.t)
+    expands_home: bool = False  # a path subject's "~/" is the home folder (MCP servers)
 
     def invoke(self, arguments: dict) -> str:
         """Run the tool with the model's parsed arguments (dict); return the text (str)
@@ -171,6 +173,8 @@ class ApprovalRequiredTool(Tool):
         self.subject = self.tool.subject
         self.subject_kind = self.tool.subject_kind
         self.workspace = self.tool.workspace
+        self.qualified_name = self.tool.qualified_name
+        self.expands_home = self.tool.expands_home
 
     def invoke(self, arguments: dict) -> str:
         return self.tool.invoke(arguments)
