@@ -33,6 +33,36 @@ server): ``approval`` overrides them, ``True`` = ask, ``False`` = run without as
 for every tool or per tool name (``{"write_file": True, "*": False}``).
 ``idempotentHint`` sets the tool's ``idempotent`` flag (SPEC R16).
 
+**Policies** (SPEC R19, ``agentflow.policy``) name a tool ``<server>.<tool>``:
+``{"allow": ["filesystem.write_file(src/**)"], "deny": ["filesystem.write_file(**/.env)"]}``.
+A pattern needs the tool's *subject*, read from its input schema: among the arguments
+the schema marks required, exactly one whose name (case, ``_`` and ``-`` aside) is
+
+=====================================================  =================  ==============
+argument name                                          type               subject_kind
+=====================================================  =================  ==============
+``path``, ``paths``, ``file``, ``filename``,           string (``paths``:  ``path``
+``filepath``, ``directory``, ``dir``                   strings too)
+``command``, ``cmd``                                   string             ``shell``
+``url``, ``uri``                                       string             ``text``
+=====================================================  =================  ==============
+
+No such argument, or more than one (``move_file(source, destination)``): no subject, and
+only rules naming the whole tool apply. ``subjects`` overrides per MCP tool name:
+``{"write_file": "path"}`` (the argument; its kind from the table),
+``{"move_file": ("destination", "path")}`` or ``{"fetch": None}`` (none). A list of
+paths (``read_multiple_files``) is judged path by path: a deny or ask rule that matches
+one decides, an allow rule must match every one.
+
+**Paths.** A path in a call and a relative pattern are both taken relative to the
+server's ``root``, then made absolute, ``..`` collapsed and symlinks followed on this
+machine (as for the built-in tools); ``~/`` is the home folder, as the reference
+filesystem server reads it. ``root`` defaults, for a stdio server, to the first argument
+of its command line that names an existing folder (the reference filesystem server
+resolves relative paths against its first allowed folder), else its working directory;
+for an HTTP server, to our working directory. Give ``root=`` when the server resolves
+paths elsewhere; for a server on another machine, write absolute patterns.
+
 **Results.** Text content becomes the result text; a result with structured content but
 no text is sent as JSON; images, audio and resources are summarised in a line each
 (type and size in bytes); an ``isError`` result raises ``MCPToolError``, which the tool
@@ -48,6 +78,7 @@ import concurrent.futures
 import contextlib
 import hashlib
 import json
+import os
 import re
 import shlex
 import threading
@@ -70,6 +101,11 @@ _STOP_TIMEOUT = 10.0          # the SDK's own shutdown is bounded at about 6 s
 _WIRE_BAD = re.compile(r"[^A-Za-z0-9_-]")
 _SERVER_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*")
 _MAX_WIRE = 64
+SUBJECT_KINDS = ("shell", "path", "text")
+# what an argument's name says about it (names compared lowercase, without "_" and "-")
+SUBJECT_NAMES = {**dict.fromkeys(("path", "paths", "file", "filename", "filepath",
+                                  "directory", "dir"), "path"),
+                 "command": "shell", "cmd": "shell", "url": "text", "uri": "text"}
 
 
 class MCPError(AgentflowError):
@@ -115,15 +151,23 @@ class MCPServer:
         approval: ``True`` (every tool asks), ``False`` (none asks), or a mapping of
             MCP tool names (``"*"``: the rest) to ``True``/``False``; unset tools
             follow their annotations (module docstring).
+        subjects: a mapping of MCP tool names to the argument policy patterns match:
+            ``"argument"``, ``("argument", "path" | "shell" | "text")`` or ``None``
+            (no subject); unset tools get one from their schema (module docstring).
+        root: the folder relative paths of this server's calls, and relative path
+            patterns of rules on its tools, are taken from (module docstring).
 
     Attributes:
         tools: the ``MCPTool`` list, in the server's order (empty before ``start``).
         server_info: the server's ``Implementation`` (name, version) or ``None``.
+        root: the absolute folder path subjects are resolved against (str).
     """
 
     def __init__(self, target, *, name: str | None = None, timeout: float = DEFAULT_TIMEOUT,
                  start_timeout: float = DEFAULT_START_TIMEOUT,
-                 approval: bool | Mapping[str, bool] | None = None):
+                 approval: bool | Mapping[str, bool] | None = None,
+                 subjects: Mapping[str, str | tuple | None] | None = None,
+                 root: str | None = None):
         if name is not None and not _SERVER_NAME.fullmatch(name):
             raise ValueError(f"MCP server name {name!r} is not allowed: use letters and digits "
                              "separated by single '-' or '_' (it prefixes tool names)")
@@ -132,7 +176,9 @@ class MCPServer:
                 and all(isinstance(v, bool) for v in approval.values()))):
             raise TypeError("approval must be True (ask), False (do not ask), or a dict of "
                             f"MCP tool name -> True/False; got {approval!r}")
+        self.subjects = _checked_subjects(subjects)
         self._target = target
+        self.root = _default_root(target, root)
         self._requested_name = name
         self.name = name or ""
         self.timeout = timeout
@@ -267,12 +313,18 @@ class MCPServer:
         return f"MCPServer({self.name or self.describe()!r}, {state})"
 
     def summary(self) -> str:
-        """What ``agentflow chat`` shows at start: the server, then one line per tool
-        with its wire name and whether it asks (str, lines joined by newlines)."""
+        """What ``agentflow chat`` shows at start: the server, one line per tool with
+        its wire name and whether it asks, then how policy rules name them and what
+        their patterns match (str, lines joined by newlines)."""
         width = max((len(t.name) for t in self.tools), default=0)
         lines = [f"MCP server {self.name} ({self.describe()}): {len(self.tools)} tools"]
         lines += [f"  {t.name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
                   f"({t.approval_reason})" for t in self.tools]
+        subjects = [f"{t.mcp_name}({t.subject})" for t in self.tools if t.subject]
+        lines.append(f"  policy rules name them {self.name}.TOOL"
+                     + (f"; patterns match {', '.join(subjects)}" if subjects else "")
+                     + (f"; paths from {self.root}" if any(
+                         t.subject_kind == "path" for t in self.tools if t.subject) else ""))
         return "\n".join(lines)
 
     def describe(self) -> str:
@@ -350,14 +402,17 @@ class MCPServer:
                 raise MCPError(f"the MCP server {self.name!r} lists tools {by_wire[t.name]!r} "
                                f"and {t.mcp_name!r}, which both become {t.name!r}", self.name)
             by_wire[t.name] = t.mcp_name
-        if isinstance(self.approval, Mapping):
-            unknown = sorted(set(self.approval) - {t.mcp_name for t in tools} - {"*"})
+        for option, given in (("approval", self.approval), ("subjects", self.subjects)):
+            others = {"*"} if option == "approval" else set()
+            unknown = sorted(set(given) - {t.mcp_name for t in tools} - others) if isinstance(
+                given, Mapping) else []
             if unknown:
-                raise MCPError(f"approval names tools the MCP server {self.name!r} does not "
+                raise MCPError(f"{option} names tools the MCP server {self.name!r} does not "
                                f"have: {', '.join(unknown)} (it has: "
                                f"{', '.join(t.mcp_name for t in tools) or 'none'})", self.name)
         for t in tools:
             t.decide_approval(self.approval)
+            t.decide_subject(self.subjects)
         self.tools = tools
 
     # -- calls -------------------------------------------------------------------------------
@@ -430,8 +485,12 @@ class MCPTool(Tool):
         annotations: the server's ``ToolAnnotations`` or ``None``.
         idempotent: ``idempotentHint`` (SPEC R16).
         approval_reason: why the tool asks or not (str), e.g. ``"readOnlyHint"``.
+        subject, subject_kind: the argument policy patterns match and how (SPEC R19),
+            or ``None`` (module docstring); ``subject_reason`` says where it came from.
         timeout: seconds for this tool's calls; ``None``: the server's ``timeout``.
     """
+
+    expands_home = True  # MCP filesystem servers read "~/x" as the home folder's x
 
     def __init__(self, server: MCPServer, spec):
         self.server = server
@@ -441,7 +500,13 @@ class MCPTool(Tool):
         self.timeout: float | None = None
         self._asks = True
         self.approval_reason = ""
+        self.subject, self.subject_kind, self.subject_reason = None, "text", ""
         self.refresh(spec)
+
+    @property
+    def workspace(self) -> str:
+        """The server's ``root``: relative paths are resolved against it (R19)."""
+        return self.server.root
 
     def refresh(self, spec) -> "MCPTool":
         """Take the description, schema and annotations of a new listing."""
@@ -473,6 +538,34 @@ class MCPTool(Tool):
         self.approval_reason = ("readOnlyHint and destructiveHint" if read_only and destructive
                                 else "readOnlyHint" if read_only else "not read-only")
 
+    def decide_subject(self, subjects: Mapping) -> None:
+        """Take the subject from the server's ``subjects`` setting, else from the schema.
+
+        Raises:
+            MCPError: ``subjects`` names an argument the tool does not have, or one
+                whose kind it cannot tell.
+        """
+        properties = self.parameters.get("properties") or {}
+        if self.mcp_name not in subjects:
+            self.subject, self.subject_kind = infer_subject(self.parameters)
+            self.subject_reason = "from its schema" if self.subject else ""
+            return
+        given = subjects[self.mcp_name]
+        self.subject_reason = f"subjects[{self.mcp_name!r}]"
+        if given is None:
+            self.subject, self.subject_kind = None, "text"
+            return
+        argument, kind = (given, SUBJECT_NAMES.get(_plain(given))) if isinstance(
+            given, str) else given
+        if argument not in properties:
+            raise MCPError(f"subjects[{self.mcp_name!r}] names the argument {argument!r}, "
+                           f"which {self.qualified_name} does not have (it has: "
+                           f"{', '.join(properties) or 'none'})", self.server.name)
+        if kind is None:
+            raise MCPError(f"subjects[{self.mcp_name!r}]: say how {argument!r} is matched: "
+                           f"({argument!r}, 'path' | 'shell' | 'text')", self.server.name)
+        self.subject, self.subject_kind = argument, kind
+
     def requires_approval(self) -> bool:
         return self._asks
 
@@ -496,6 +589,60 @@ def wire_name(server: str, tool: str) -> str:
         return name
     digest = hashlib.sha256(f"{server}.{tool}".encode("utf-8")).hexdigest()[:8]
     return f"{name[:_MAX_WIRE - 9]}_{digest}"
+
+
+def infer_subject(schema: dict) -> tuple:
+    """``(argument, subject_kind)`` for an MCP input ``schema`` (dict), or
+    ``(None, "text")`` when no single required argument names one (module docstring)."""
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or []
+    found = []
+    for argument in required if isinstance(required, list) else []:
+        kind = SUBJECT_NAMES.get(_plain(argument)) if isinstance(argument, str) else None
+        prop = properties.get(argument) if isinstance(properties, dict) else None
+        if kind is not None and isinstance(prop, dict) and (
+                _is_string(prop) or kind == "path" and prop.get("type") == "array"
+                and _is_string(prop.get("items") or {})):
+            found.append((argument, kind))
+    return found[0] if len(found) == 1 else (None, "text")
+
+
+def _plain(argument: str) -> str:
+    return argument.lower().replace("_", "").replace("-", "")
+
+
+def _is_string(prop: dict) -> bool:
+    kind = prop.get("type")
+    return kind == "string" or isinstance(kind, list) and "string" in kind and set(kind) <= {
+        "string", "null"}
+
+
+def _checked_subjects(subjects) -> dict:
+    """``subjects`` as given to ``MCPServer``, checked; raises ``TypeError``."""
+    if subjects is None:
+        return {}
+    def fits(value) -> bool:
+        return value is None or isinstance(value, str) or (
+            isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)
+            and value[1] in SUBJECT_KINDS)
+    if not isinstance(subjects, Mapping) or not all(fits(v) for v in subjects.values()):
+        raise TypeError("subjects is a dict of MCP tool name -> argument name, "
+                        "(argument, 'path' | 'shell' | 'text') or None; got "
+                        f"{subjects!r}")
+    return dict(subjects)
+
+
+def _default_root(target, root: str | None) -> str:
+    """The folder path subjects are resolved against (module docstring)."""
+    if root is not None:
+        return os.path.realpath(root)
+    if isinstance(target, str):  # an HTTP server: we cannot see where it runs
+        return os.path.realpath(os.getcwd())
+    cwd = os.path.realpath(target.cwd or os.getcwd())
+    for argument in target.args:
+        if not argument.startswith("-") and os.path.isdir(os.path.join(cwd, argument)):
+            return os.path.realpath(os.path.join(cwd, argument))
+    return cwd
 
 
 def result_text(result) -> str:
