@@ -5,7 +5,7 @@
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow replay CASE [--trace | --mermaid]    run a conformance case, show the flow
     agentflow pending --store URL [--json]         list the calls waiting for approval
-    agentflow policy check 'TOOL(SUBJECT)'         which policy rule decides a call
+    agentflow policy check 'TOOL(SUBJECT)' [--mcp]  which policy rule decides a call
 """
 
 from __future__ import annotations
@@ -56,10 +56,14 @@ def main(argv=None) -> int:
     check = policy_commands.add_parser(
         "check", help="print which rule in which layer decides a call, e.g. "
                       "'run_command(rm -rf /)'")
-    check.add_argument("call", help="TOOL(SUBJECT): a built-in tool and the value of its "
+    check.add_argument("call", help="TOOL(SUBJECT): a built-in tool, or SERVER.TOOL of an "
+                                    "MCP server given with --mcp, and the value of its "
                                     "subject argument (the command, the path)")
     check.add_argument("--policy", metavar="FILE", help="also the policy FILE, checked first "
                                                        "(as agentflow chat --policy does)")
+    check.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND|URL",
+                       help="also the tools of this MCP server, as agentflow chat --mcp: it "
+                            "is started to list its tools and stopped; no tool is called")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -135,7 +139,7 @@ def _dispatch(args) -> int:
             print(f"agentflow: {exc}", file=sys.stderr)
             return 1
     if args.command == "policy":
-        return _policy_check(args.call, args.policy)
+        return _policy_check(args.call, args.policy, args.mcp)
     if args.command == "demo":
         from . import demo as demo_module
         if args.approve:
@@ -146,23 +150,54 @@ def _dispatch(args) -> int:
     return 2
 
 
-def _policy_check(call: str, policy_file: str | None) -> int:
+def _policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
     """``agentflow policy check 'run_command(rm -rf /)'``: the decision agentflow chat's
-    gate would take, and the rule and layer behind it (SPEC R18, R19)."""
+    gate would take, and the rule and layer behind it (SPEC R18, R19). With ``--mcp``
+    the servers are started only to list their tools (a tool's subject comes from its
+    schema), then stopped; no tool is called."""
+    import contextlib
+    from .chat import UsageError, _start_mcp_servers
+    from .errors import AgentflowError
+    from .policy import Rule, PolicyError
+    try:
+        parsed = Rule.parse(call)
+    except PolicyError as exc:
+        print(f"agentflow: {exc}", file=sys.stderr)
+        return 2
+    server = parsed.tool.partition(".")[0]
+    if "." in parsed.tool and not mcp_specs:
+        print(f"agentflow: policy check: {parsed.tool} is a tool of the MCP server {server!r}: "
+              f"give the server as agentflow chat does, --mcp '{server}=COMMAND' (or "
+              f"{server}=URL); it is started to list its tools, then stopped, and no tool "
+              "is called", file=sys.stderr)
+        return 2
+    with contextlib.ExitStack() as stack:
+        try:
+            servers = _start_mcp_servers(mcp_specs, stack)
+        except (UsageError, AgentflowError) as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 2
+        return _policy_decision(call, parsed, policy_file,
+                                [t for s in servers for t in s.tools])
+
+
+def _policy_decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
+    """The rest of ``_policy_check``, while its MCP servers run."""
     from .builtin_tools import builtin_tools
     from .chat import UsageError, policy_layers
     from .function_invoking import gate_verdict
-    from .policy import Rule, PolicyError
-    tools = {t.name: t for t in builtin_tools()}
+    from .policy import PolicyError, policy_name
+    tools = {policy_name(t): t for t in [*builtin_tools(), *mcp_tools]}
     try:
-        parsed = Rule.parse(call)
-        run, layers = policy_layers(policy_file, tools)
+        run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()})
     except (PolicyError, UsageError) as exc:
         print(f"agentflow: {exc}", file=sys.stderr)
         return 2
     tool = tools.get(parsed.tool)
     if tool is None or (parsed.pattern is not None and tool.subject is None):
-        print(f"agentflow: policy check: write a built-in tool and its subject, e.g. "
+        why = ("" if tool is None else f"{parsed.tool} has no subject argument for a "
+               "pattern (write it without one); ")
+        print(f"agentflow: policy check: {why}write a tool and its subject, e.g. "
               f"'run_command(git status)' (tools: {', '.join(tools)})", file=sys.stderr)
         return 2
     arguments = {} if parsed.pattern is None else {tool.subject: parsed.pattern}

@@ -176,7 +176,10 @@ class Chat:
         tools += [t for server in mcp_servers for t in server.tools]
         self.tools = {t.name: t for t in tools}
         client = self._client(settings)
-        run_policy, layers = policy_layers(args.policy, self.tools, self.workspace)
+        notes: list[str] = []
+        run_policy, layers = policy_layers(args.policy, self.tools, self.workspace, notes)
+        for note in notes:
+            self.say(note)
         session.state[SETTINGS] = settings
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools,
                                      policy=layers)
@@ -665,21 +668,23 @@ def _sigint_deferred():
         mask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def policy_layers(policy_file, tools, workspace=".") -> tuple:
+def policy_layers(policy_file, tools, workspace=".", notes=None) -> tuple:
     """``(run_policy, [project, user])`` for ``agentflow chat``: the ``--policy`` file
     (``None`` without one) and the standard files (the project's in ``workspace``),
-    each checked against every built-in tool (a rule on a built-in that is switched off
-    in this run is kept, and simply cannot apply). Raises ``UsageError`` naming the
-    file and the rule."""
+    each checked against every built-in tool and the MCP tools in ``tools`` (a mapping
+    of name → ``Tool``). A rule on a built-in switched off in this run, or on an MCP
+    server not connected in it, is kept and simply cannot apply; ``notes`` (a list),
+    when given, gets a line naming such servers. Raises ``UsageError`` naming the file
+    and the rule."""
     from .builtin_tools import builtin_tools
     from .errors import PolicyError
-    from .policy import ApprovalPolicy, standard_layers
-    catalogue = {t.name: t for t in builtin_tools(workspace=workspace)}
+    from .policy import ApprovalPolicy, policy_name, standard_layers
+    catalogue = [*builtin_tools(workspace=workspace), *tools.values()]
     try:
         run = ApprovalPolicy.load(policy_file, "--policy") if policy_file else None
         layers = standard_layers(workspace)
         for layer in ([run] if run else []) + layers:
-            layer.check(catalogue)
+            layer.check(catalogue, keep_other_servers=True)
     except PolicyError as exc:
         raise UsageError(f"policy: {exc}") from None
     except OSError as exc:
@@ -688,7 +693,14 @@ def policy_layers(policy_file, tools, workspace=".") -> tuple:
         raise UsageError(f"--policy {policy_file}: cannot read it ({exc.strerror}); give "
                          "the path of a policy file (JSON with deny, ask and allow lists, "
                          "see the README)") from None
-    names = set(tools)
+    names = {policy_name(t) for t in tools.values()}
+    connected = {n.partition(".")[0] for n in names if "." in n}
+    absent = sorted({rule.tool.partition(".")[0] for layer in ([run] if run else []) + layers
+                     for effect in ("deny", "ask", "allow") for rule in layer.rules(effect)
+                     if "." in rule.tool and rule.tool.partition(".")[0] not in connected})
+    if notes is not None and absent and connected:
+        notes.append(f"policy: rules about MCP server(s) {', '.join(absent)} cannot apply: "
+                     "not connected in this chat (--mcp NAME=…)")
     return (run and run.restricted(names)), [layer.restricted(names) for layer in layers]
 
 
