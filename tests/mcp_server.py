@@ -128,6 +128,33 @@ def build(server_name: str, directory: Path) -> MCPServer:
     return server
 
 
+def serve_in_thread(server: MCPServer):
+    """Serve ``server`` over streamable HTTP on 127.0.0.1 by uvicorn on a thread of this
+    process (no second import of the SDK). Returns ``(url, stop)``."""
+    import threading
+    import time
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(server.streamable_http_app(), log_level="warning",
+                            timeout_graceful_shutdown=1)
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not runner.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert runner.started, "uvicorn did not start"
+
+    def stop():
+        runner.should_exit = True
+        thread.join(10)
+
+    return f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", stop
+
+
 if __name__ == "__main__":
     TRANSPORT = sys.argv[3]
     server = build(sys.argv[1], Path(sys.argv[2]))

@@ -15,11 +15,8 @@ import json
 import os
 import pathlib
 import re
-import socket
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
@@ -87,28 +84,11 @@ def http_url(process: subprocess.Popen) -> str:
 
 
 def serve_http_here(name: str, directory: pathlib.Path):
-    """The same server over streamable HTTP, served by uvicorn on a thread of this
-    process, which has imported the SDK already. Returns ``(url, stop)``."""
-    import uvicorn
-    from mcp_server import build
+    """The same server over streamable HTTP, served on a thread of this process, which
+    has imported the SDK already. Returns ``(url, stop)``."""
+    from mcp_server import build, serve_in_thread
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(build(name, directory).streamable_http_app(), log_level="warning",
-                            timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-
-    def stop():
-        server.should_exit = True
-        thread.join(10)
-
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", stop
+    return serve_in_thread(build(name, directory))
 
 
 @pytest.fixture(scope="module")
