@@ -5,7 +5,7 @@
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow replay CASE [--trace | --mermaid]    run a conformance case, show the flow
     agentflow pending --store URL [--json]         list the calls waiting for approval
-    agentflow policy check 'TOOL(SUBJECT)' [--mcp]  which policy rule decides a call
+    agentflow policy check 'TOOL(SUBJECT)'         which rule decides a call (--mcp: of MCP tools)
 """
 
 from __future__ import annotations

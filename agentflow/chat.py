@@ -92,7 +92,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND",
                         help="also offer the tools of this MCP server: a command line run "
                              "over stdio, or an http(s) URL (streamable HTTP); repeatable; "
-                             "its tools are named NAME__TOOL; needs agentflow[mcp]")
+                             "the model calls its tools NAME__TOOL, policy rules name "
+                             "them NAME.TOOL(pattern); needs agentflow[mcp]")
     parser.add_argument("--max-rounds", type=int, help="rounds per run (default 40)")
     parser.add_argument("--read-timeout", type=float, default=120.0, metavar="SECONDS",
                         help="longest silence of the endpoint mid-reply (default 120)")
