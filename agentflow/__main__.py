@@ -108,7 +108,9 @@ def _dispatch(args) -> int:
         if problem:
             print(f"agentflow: {problem}", file=sys.stderr)
             return 2
-        from .cases import replay
+        replay = _conformance_replay()
+        if replay is None:
+            return 2
         try:
             return replay(args.case, trace=args.trace, mermaid=args.mermaid)
         except FileNotFoundError as exc:
@@ -215,6 +217,25 @@ def _policy_decision(call: str, parsed, policy_file: str | None, mcp_tools: list
     print(f"  layers checked: {', '.join(l.name for l in all_layers) or 'none'} "
           "(session grants apply in a chat)")
     return 0
+
+
+def _conformance_replay():
+    """``conformance.trace.replay``, from the checkout in the current folder or else the
+    one this agentflow runs from (``pip install -e .``), or ``None`` after saying why
+    not: the conformance suite is part of the repository, not of the package."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for checkout in (os.getcwd(), here):
+        if os.path.isfile(os.path.join(checkout, "conformance", "trace.py")):
+            break
+    else:
+        print("agentflow: replay runs cases with the conformance suite (conformance/) of "
+              "a checkout of the agentflow repository, which is not installed with the "
+              "package: run it in a checkout", file=sys.stderr)
+        return None
+    if checkout not in sys.path:
+        sys.path.insert(0, checkout)
+    from conformance.trace import replay
+    return replay
 
 
 if __name__ == "__main__":

@@ -36,11 +36,11 @@ from .policy import PROJECT_FILE
 from .profiles import PROFILES
 from .session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
 from .types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
-                    TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolResult)
+                    TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolResult,
+                    update_to_json)
 
-# The provider client and the JSON shapes (with the replay server) are imported when a
-# chat starts, not with this module: `agentflow --help` should cost little more than
-# `import agentflow` (make bench).
+# The provider client is imported when a chat starts, not with this module:
+# `agentflow --help` should cost little more than `import agentflow` (make bench).
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 ALWAYS = "always_approve"  # old session.state key (tools always approved): now grants
 SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with
@@ -238,8 +238,6 @@ class Chat:
         Returns ``(finish, approval requests)``; ``finish`` is ``None`` when Ctrl-C
         stopped the stream (the session keeps every completed step, SPEC R10, and the
         user's message)."""
-        if self.args.json:
-            from .cases import update_to_json
         messages = [ChatMessage.user(m) if isinstance(m, str) else m for m in messages]
         options = self.options.with_tool_approval_responses(responses)
         updates = self.agent.run(messages, self.session, options)

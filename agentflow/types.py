@@ -465,3 +465,46 @@ class AgentRunOptions:
         """A new options object carrying ``responses`` (an iterable of
         ``ToolApprovalResponse``); this one is left unchanged."""
         return dataclasses.replace(self, tool_approval_responses=tuple(responses))
+
+
+def update_to_json(update: AgentResponseUpdate) -> dict:
+    """An update in its JSON wire form: the ``UPDATE`` shapes of the conformance
+    protocol (conformance/README.md, "Adapters"), also written by ``agentflow chat
+    --json``. Field names are SPEC §3's.
+
+    Args:
+        update: any ``AgentResponseUpdate`` a run yields.
+
+    Returns:
+        A dict ready for ``json.dumps``: ``{"type": "text" | "reasoning" |
+        "tool_call_start" | "tool_call_args" | "tool_call_end" | "tool_result" |
+        "approval_request" | "finish", ...fields}``. ``finish`` carries ``usage`` as
+        ``{"prompt_tokens", "completion_tokens", "total_tokens"}`` (tokens) or ``None``.
+        An update type outside SPEC §3 gives ``{"type": <its class name>}``.
+    """
+    if isinstance(update, TextDelta):
+        return {"type": "text", "text": update.text}
+    if isinstance(update, ReasoningDelta):
+        return {"type": "reasoning", "text": update.text}
+    if isinstance(update, ToolCallStart):
+        return {"type": "tool_call_start", "call_id": update.call_id, "name": update.name,
+                "index": update.index}
+    if isinstance(update, ToolCallArgs):
+        return {"type": "tool_call_args", "call_id": update.call_id, "delta": update.delta}
+    if isinstance(update, ToolCallEnd):
+        return {"type": "tool_call_end", "call_id": update.call_id}
+    if isinstance(update, ToolResult):
+        return {"type": "tool_result", "call_id": update.call_id, "name": update.name,
+                "result": update.result}
+    if isinstance(update, ToolApprovalRequest):
+        return {"type": "approval_request", "call_id": update.call_id, "name": update.name,
+                "arguments": update.arguments, "description": update.description,
+                "digest": update.digest}
+    if isinstance(update, Finish):
+        usage = update.usage
+        return {"type": "finish", "finish_reason": update.finish_reason.value,
+                "usage": None if usage is None else {
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "total_tokens": usage.total_tokens}}
+    return {"type": type(update).__name__}

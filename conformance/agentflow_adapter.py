@@ -1,7 +1,7 @@
 """agentflow's reference adapter for the conformance protocol.
 
 ``python -m conformance.agentflow_adapter`` speaks the JSON-lines stdin/stdout protocol
-of conformance/README.md with agentflow behind it (``agentflow.cases.CaseDriver``, the
+of conformance/README.md with agentflow behind it (``conformance.driver.CaseDriver``, the
 same driver the runner uses in-process), so the protocol itself is tested end to end.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from agentflow.cases import CaseDriver
+from conformance.driver import CaseDriver
 
 
 def main() -> int:

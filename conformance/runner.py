@@ -13,13 +13,10 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 
-from agentflow.cases import case_replies, load_case
 from agentflow.replay import ReplayServer
 
-CASES = Path(__file__).resolve().parent / "cases"
-PROFILE_CASES = Path(__file__).resolve().parent / "profiles"  # README, "Provider profiles"
+from .loader import CASES, PROFILE_CASES, case_replies, load_cases
 
 
 @dataclass
@@ -32,13 +29,6 @@ class Outcome:
 
 class Mismatch(Exception):
     """The implementation did something the case does not expect."""
-
-
-# -- loading ---------------------------------------------------------------------------
-
-def load_cases(folder: Path = CASES) -> list[dict]:
-    """Every ``*.json`` case in ``folder``, in file-name order."""
-    return [load_case(str(path)) for path in sorted(folder.glob("*.json"))]
 
 
 # -- normalising and comparing -----------------------------------------------------------
@@ -193,7 +183,7 @@ class InProcess:
     """agentflow, called directly."""
 
     def __init__(self):
-        from agentflow.cases import CaseDriver
+        from .driver import CaseDriver
         self.driver = CaseDriver()
 
     def setup(self, message: dict) -> dict:

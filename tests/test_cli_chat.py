@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import sys
 
 import pytest
 
 from agentflow.replay import Reply, ReplayServer, chat_stream
 
-from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, USER,
-                         WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
+from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, TIMEOUT,
+                         USER, WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
                          child_env, ctrl_c_when_waiting, digest, json_lines, pause_text,
                          pty_chat, run_agentflow, run_chat, run_command_block, saved,
                          slow_reply, tool_message, tool_names, user)
@@ -708,6 +709,21 @@ def test_replay_unknown_case():
     assert done.stderr == (f"agentflow: no case 'no-such-case' in {REPO}/conformance/cases; "
                            "the ids are the file names there without .json (ls "
                            "conformance/cases), or give the path of a case .json\n")
+
+
+def test_the_command_starts_without_the_http_server_or_the_conformance_suite():
+    """``agentflow --help`` and ``agentflow chat`` need neither the replay server's
+    ``http.server`` nor ``conformance/`` (issue 10: only ``replay`` imports them)."""
+    code = ("import sys, agentflow.__main__ as cli\n"
+            "for argv in (['--help'], ['chat', '--help']):\n"
+            "    try:\n"
+            "        cli.main(argv)\n"
+            "    except SystemExit:\n"
+            "        pass\n"
+            "print(sorted({'http.server', 'socketserver', 'conformance'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=child_env(),
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (0, "[]")
 
 
 def test_bad_usage_exits_2_with_one_line(server, tmp_path):

@@ -1,0 +1,136 @@
+"""agentflow driven through one case: its tools and providers built from the case's
+JSON, its turns run one by one, every update in the protocol's JSON form
+(``agentflow.types.update_to_json``). Used in-process by the runner, by the reference
+adapter (``conformance/agentflow_adapter.py``) and by ``agentflow replay``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import agentflow
+import agentflow.errors
+from agentflow import (AgentSession, ChatClientAgent, Context, ContextProvider,
+                       OpenAIChatClient, Tool)
+from agentflow.canonical import canonical_json
+from agentflow.policy import ApprovalPolicy
+from agentflow.types import AgentRunOptions, ChatMessage, ToolApprovalResponse, update_to_json
+
+_OPTION_NAMES = ("max_rounds", "temperature", "tool_choice", "parallel_tool_calls",
+                 "max_tokens", "model")
+
+
+class CaseTool(Tool):
+    """A tool with one of the fixed behaviours of the case format (README, "BEHAVIOUR"):
+    ``return`` a value, ``echo`` the arguments as RFC 8785 canonical JSON, or ``raise``
+    an error of a named type. Each execution is appended to ``executions``."""
+
+    def __init__(self, spec: dict, executions: list):
+        self.name = spec["name"]
+        self.description = spec.get("description", "")
+        self.parameters = spec.get("parameters") or {"type": "object", "properties": {}}
+        self._approval = bool(spec.get("requires_approval"))
+        self._when = spec.get("approval_when")  # agentflow suite (R18)
+        self.subject = spec.get("subject")  # agentflow suite (R19)
+        self.subject_kind = spec.get("subject_kind", "text")
+        self._behaviour = spec.get("behaviour") or {"kind": "return", "value": "ok"}
+        self._executions = executions
+
+    def requires_approval(self) -> bool:
+        return self._approval
+
+    def needs_approval(self, arguments: dict):
+        when = self._when
+        if not self._approval or when is None:
+            return self._approval
+        if "raise" in when:
+            raise type(when["raise"]["type"], (Exception,), {})(when["raise"]["message"])
+        return arguments[when["argument"]] > when["above"]
+
+    def invoke(self, arguments: dict) -> str:
+        self._executions.append({"tool": self.name, "arguments": arguments})
+        kind = self._behaviour["kind"]
+        if kind == "return":
+            return self._behaviour["value"]
+        if kind == "echo":
+            return canonical_json(arguments)
+        if kind == "raise":
+            error_type = type(self._behaviour["type"], (Exception,), {})
+            raise error_type(self._behaviour["message"])
+        raise ValueError(f"unknown tool behaviour {kind!r}")
+
+
+class StaticContext(ContextProvider):
+    """A case's context provider: the same instructions and messages on every run."""
+
+    def __init__(self, spec: dict):
+        self.context = Context(spec.get("instructions"),
+                               [ChatMessage.from_openai(m) for m in spec.get("messages", [])])
+
+    def on_invoking(self, messages, session):
+        return self.context
+
+
+class CaseDriver:
+    """Drives agentflow through one case: ``setup`` once, then ``run`` per turn; a
+    second ``setup`` starts the next case from nothing.
+
+    Args:
+        on_transition: handed to the loop as ``FunctionInvokingChatClient.on_transition``
+            (called as ``on_transition(old, event, new)``), or ``None``.
+    """
+
+    def __init__(self, on_transition=None):
+        self.on_transition = on_transition
+
+    def setup(self, message: dict) -> dict:
+        """Build the agent and an empty session from a ``setup`` message (README,
+        "Adapters"). Returns the ``ready`` message."""
+        self.executions: list = []
+        client = OpenAIChatClient(model=message.get("model", "conformance-model"),
+                                  base_url=message["base_url"],
+                                  api_key=message.get("api_key", ""),
+                                  profile=message.get("profile"))
+        policy = message.get("policy")  # agentflow suite (R19)
+        self.agent = ChatClientAgent(
+            client, instructions=message.get("instructions"),
+            tools=[CaseTool(t, self.executions) for t in message.get("tools", [])],
+            context_providers=[StaticContext(c) for c in message.get("context_providers", [])],
+            policy=ApprovalPolicy.from_dict(policy) if policy else None)
+        self.agent.chat_client.on_transition = self.on_transition
+        self.session = AgentSession()
+        return {"type": "ready", "implementation": f"agentflow {agentflow.__version__}"}
+
+    def run(self, message: dict, emit) -> dict:
+        """Run one turn from a ``run`` message, calling ``emit(update_json)`` per update.
+        Returns the ``end`` message: the error (``None`` or ``{"kind", "message"}``), the
+        session's whole history and this turn's executions."""
+        del self.executions[:]
+        if message.get("reload_session"):  # R15: only the JSON form survives
+            self.session = AgentSession.from_dict(json.loads(json.dumps(self.session.to_dict())))
+        options = AgentRunOptions(**{k: v for k, v in (message.get("options") or {}).items()
+                                     if k in _OPTION_NAMES})
+        responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"),
+                                          a.get("digest"), a.get("approver"),
+                                          a.get("arguments"), a.get("grant"))
+                     for a in message.get("approvals", [])]
+        if responses:
+            options = options.with_tool_approval_responses(responses)
+        error = None
+        try:
+            for update in self.agent.run(
+                    [ChatMessage.from_openai(m) for m in message.get("input", [])],
+                    self.session, options):
+                emit(update_to_json(update))
+        except agentflow.errors.AgentflowError as exc:
+            error = {"kind": _error_kind(exc), "message": str(exc)}
+        return {"type": "end", "error": error,
+                "history": self.session.to_dict()["messages"],
+                "executions": list(self.executions)}
+
+
+def _error_kind(exc: Exception) -> str:
+    for kind in ("ApprovalError", "IncompleteStreamError", "ProviderError"):
+        if isinstance(exc, getattr(agentflow.errors, kind)):
+            return kind
+    return type(exc).__name__
