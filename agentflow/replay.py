@@ -18,6 +18,7 @@ By default every reply closes its connection. ``keep_alive="chunked"`` (or
 from __future__ import annotations
 
 import json
+import selectors
 import socket
 import struct
 import sys
@@ -268,15 +269,31 @@ class ReplayServer:
         self._server = _Server(("127.0.0.1", 0), Handler)
         self._server.replay = self
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        name="agentflow-replay", daemon=True)
+        self._wake, self._waker = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, name="agentflow-replay",
+                                        daemon=True)
         self._thread.start()
         return self
 
+    def _serve(self) -> None:
+        # Not serve_forever(): it notices shutdown() only at its next poll, so every stop
+        # would wait up to a poll interval; a byte on the wake-up socket ends this at once.
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._server, selectors.EVENT_READ)
+            selector.register(self._wake, selectors.EVENT_READ)
+            while True:
+                if any(key.fileobj is self._wake for key, _ in selector.select()):
+                    return
+                self._server.handle_request()
+
     def stop(self) -> None:
+        """Stop listening and wait for the requests being answered to finish."""
         if self._server is not None:
-            self._server.shutdown()
+            self._waker.send(b"\0")
+            self._thread.join()
             self._server.server_close()
+            self._wake.close()
+            self._waker.close()
             self._server = None
 
     def close_connections(self) -> None:
