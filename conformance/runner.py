@@ -224,9 +224,12 @@ class Adapter:
         except queue.Empty:
             self.process.kill()
             raise Mismatch(f"the adapter sent nothing for {self.timeout:g} s") from None
-        if not line:
-            raise Mismatch(f"the adapter exited (status {self.process.poll()}) "
-                           "without answering")
+        if not line:  # its stdout closed: wait briefly for the status, to name it
+            try:
+                status = self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                status = "unknown"
+            raise Mismatch(f"the adapter exited (status {status}) without answering")
         try:
             return json.loads(line)
         except ValueError:
@@ -259,8 +262,9 @@ class Adapter:
 
 # -- running ---------------------------------------------------------------------------------
 
-def run_case(case: dict, make_driver) -> Outcome:
-    """Run one case against a fresh driver; the outcome names the first difference."""
+def run_case(case: dict, driver) -> Outcome:
+    """Run one case through ``driver`` (``InProcess`` or ``Adapter``), starting with
+    its ``setup``; the outcome names the first difference."""
     calls, where = [], []
     for turn_number, turn in enumerate(case["turns"], 1):
         for call_number, call in enumerate(turn.get("model_calls", []), 1):
@@ -278,7 +282,6 @@ def run_case(case: dict, make_driver) -> Outcome:
         return f"{where[number]}: {problem}" if problem else None
 
     server = ReplayServer(case_replies(case), check=check, strict=case.get("profile")).start()
-    driver = make_driver()
     try:
         setup = {"type": "setup", "base_url": server.base_url, "api_key": API_KEY,
                  "model": model,
@@ -311,12 +314,26 @@ def run_case(case: dict, make_driver) -> Outcome:
     except Mismatch as exc:
         return Outcome(case["id"], case["title"], False, str(exc))
     finally:
-        driver.close()
         server.stop()
 
 
 def run_all(make_driver, cases: list[dict] | None = None) -> list[Outcome]:
-    return [run_case(case, make_driver) for case in (cases if cases is not None else load_cases())]
+    """Run ``cases`` (default: every case) in order through drivers from
+    ``make_driver()``. One driver serves case after case, each beginning with its
+    ``setup``; after a failed case the driver is closed and the next case gets a new
+    one, so an adapter left in a bad state cannot fail the cases after it."""
+    outcomes, driver = [], None
+    try:
+        for case in cases if cases is not None else load_cases():
+            driver = driver or make_driver()
+            outcomes.append(run_case(case, driver))
+            if not outcomes[-1].passed:
+                driver.close()
+                driver = None
+    finally:
+        if driver is not None:
+            driver.close()
+    return outcomes
 
 
 def report(outcomes: list[Outcome], out=None) -> None:

@@ -2,6 +2,7 @@
 protocol, and deliberately broken variants of agentflow fail it (conformance/README.md)."""
 
 import contextlib
+import pathlib
 import sys
 
 import pytest
@@ -12,6 +13,7 @@ from agentflow.types import ToolApprovalResponse
 from conformance.runner import Adapter, InProcess, load_cases, run_all
 
 CASES = load_cases()
+REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def failures(make_driver=InProcess):
@@ -33,6 +35,37 @@ def test_agentflow_passes_every_case_in_process():
 def test_the_reference_adapter_passes_every_case_through_the_protocol():
     command = f"{sys.executable} -m conformance.agentflow_adapter"
     assert failures(lambda: Adapter(command)) == {}
+
+
+FIRST_PROCESS_DIES = """
+import os, sys
+sys.path.insert(0, {repo!r})
+log = {log!r}
+first = not os.path.exists(log)
+with open(log, "a") as handle:
+    handle.write(f"{{os.getpid()}}\\n")
+if first:  # answer the first setup, then die on the first run
+    for line in sys.stdin:
+        if '"setup"' not in line:
+            sys.exit(1)
+        print('{{"type": "ready", "implementation": "dies"}}', flush=True)
+from conformance.agentflow_adapter import main
+sys.exit(main())
+"""
+
+
+def test_one_adapter_process_serves_the_cases_and_a_failure_gets_a_fresh_one(tmp_path):
+    """README, "Adapters": one process runs case after case (each begins with
+    ``setup``); after a failed case the next case gets a new process."""
+    log = tmp_path / "pids"
+    script = tmp_path / "adapter.py"
+    script.write_text(FIRST_PROCESS_DIES.format(repo=str(REPO), log=str(log)))
+    cases = [case for case in CASES if case["id"] in
+             ("001-approve", "007-mixed-batch-sibling", "015-tool-loop")]
+    outcomes = run_all(lambda: Adapter(f"{sys.executable} {script}"), cases)
+    assert [o.passed for o in outcomes] == [False, True, True]
+    assert "the adapter exited (status 1) without answering" in outcomes[0].detail
+    assert len(log.read_text().split()) == 2  # the dead one, then one for both others
 
 
 def test_the_runner_prints_a_table_and_the_closing_line(capsys):
@@ -114,11 +147,21 @@ def approval_executed_twice(monkeypatch):
     yield
 
 
-@pytest.mark.parametrize("sabotage", [rejection_without_reason, siblings_executed,
-                                      tool_calls_finish_leaked,
-                                      results_before_the_assistant_message,
-                                      approval_executed_twice])
-def test_each_broken_variant_is_caught(monkeypatch, sabotage):
+CAUGHT_BY = [  # each variant, and cases written for what it breaks
+    (rejection_without_reason, ["002-reject-with-reason", "038-reason-kept-exactly"]),
+    (siblings_executed, ["007-mixed-batch-sibling", "031-sibling-called-again"]),
+    (tool_calls_finish_leaked, ["001-approve", "015-tool-loop"]),
+    (results_before_the_assistant_message, ["001-approve", "022-new-input-with-approvals"]),
+    (approval_executed_twice, ["001-approve", "006-two-approvals-one-each"]),
+]
+
+
+@pytest.mark.parametrize("sabotage, caught_by",
+                         [pytest.param(*pair, id=pair[0].__name__) for pair in CAUGHT_BY])
+def test_each_broken_variant_is_caught(monkeypatch, sabotage, caught_by):
+    """Every named case fails against the variant (and passes against agentflow, as
+    the in-process test shows); only those cases run, which keeps the suite fast."""
+    by_id = {case["id"]: case for case in CASES}
     with sabotage(monkeypatch):
-        failed = failures()
-    assert failed, f"{sabotage.__name__} passed every case"
+        outcomes = run_all(InProcess, [by_id[case_id] for case_id in caught_by])
+    assert [o.case_id for o in outcomes if o.passed] == [], f"{sabotage.__name__} slipped through"
