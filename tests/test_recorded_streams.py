@@ -43,17 +43,29 @@ def _digest(text: str) -> tuple[int, str, str]:
     return len(text), hashlib.sha256(text.encode("utf-8")).hexdigest(), text[:24]
 
 
-def _run_over_http(raw: bytes):
-    """Serve ``raw`` once and run the client; return (updates, exception or None)."""
-    updates, error = [], None
-    with ReplayServer([Reply(body=raw)]) as server:
-        client = OpenAIChatClient(model="m", base_url=server.base_url, api_key=API_KEY)
-        try:
-            for update in client.run([ChatMessage.user("hi")]):
-                updates.append(update)
-        except Exception as exc:  # noqa: BLE001 - compared with the expectation below
-            error = exc
-    return updates, error
+@pytest.fixture(scope="module")
+def over_http():
+    """``over_http(raw) -> (updates, exception or None)``: ``raw`` served by one
+    module-wide replay server and run by the client. Each recording crosses HTTP once;
+    the tests that compare with that run share its result."""
+    runs: dict[bytes, tuple] = {}
+    with ReplayServer() as server:
+        def run(raw: bytes):
+            if raw not in runs:
+                served = len(server.requests)
+                server.queue(Reply(body=raw))
+                client = OpenAIChatClient(model="m", base_url=server.base_url, api_key=API_KEY)
+                updates, error = [], None
+                try:
+                    for update in client.run([ChatMessage.user("hi")]):
+                        updates.append(update)
+                except Exception as exc:  # noqa: BLE001 - compared with the expectation
+                    error = exc
+                # exactly this body was served, once, so the next run gets its own
+                assert len(server.requests) == served + 1
+                runs[raw] = updates, error
+            return runs[raw]
+        yield run
 
 
 def _run_in_process(pieces: list[bytes]):
@@ -126,12 +138,12 @@ def test_missing_shared_folder_skips_locally_and_fails_in_ci(monkeypatch, tmp_pa
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_recorded_stream_over_http(name):
+def test_recorded_stream_over_http(name, over_http):
     """The HTTP run of one recorded stream gives EXPECTED[name] (SPEC §6)."""
     raw = _read(name)
     assert name in EXPECTED, f"no EXPECTED entry for {name}"
     want = EXPECTED[name]
-    updates, error = _run_over_http(raw)
+    updates, error = over_http(raw)
     got = summarize(updates)
 
     assert _digest(got.text) == (want["text_len"], want["text_sha256"], want["text_head"])
@@ -171,11 +183,11 @@ def test_recorded_stream_over_http(name):
 
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", NAMES)
-def test_recorded_stream_in_random_splits(name, seed):
+def test_recorded_stream_in_random_splits(name, seed, over_http):
     """SPEC §7 (bytes split anywhere): SSEParser + ChunkAssembler fed the recording in
     seeded random pieces give the same updates as the HTTP run."""
     raw = _read(name)
-    http_updates, http_error = _run_over_http(raw)
+    http_updates, http_error = over_http(raw)
     updates, error, assembler = _run_in_process(random_splits(raw, seed, max_piece=97))
 
     assert updates == http_updates
