@@ -9,7 +9,7 @@ NODE_TOOLS := .node-tools
 NODE_STAMP := $(NODE_TOOLS)/.installed
 MCP_FILESYSTEM := @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: demo test conformance bench clean
+.PHONY: demo test test-slow conformance bench clean
 
 $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
@@ -32,6 +32,11 @@ conformance: $(STAMP)
 
 test: $(STAMP) $(NODE_STAMP)
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+# The command-line tests again, each command in its own `python -m agentflow` process
+# as a user runs it (make test runs those without a terminal in-process). CI runs both.
+test-slow: $(STAMP)
+	CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q tests/test_cli_chat.py $(PYTEST_ARGS)
 
 # Benchmarks compare with other libraries, installed in their own .bench-venv.
 BENCH_VENV := .bench-venv
