@@ -6,8 +6,10 @@ run 1 pauses with one ``ToolApprovalRequest`` and ``Finish(AWAITING_APPROVAL)``,
 nothing; by R4/R5/R7 the resumed run 2 answers every call (the ``echo`` sibling with
 ``Rejected: User denied``) and ends with ``Finish(STOP)`` (R9).
 
-Each test runs the real command in a subprocess, so the argument parsing, the replay
-server over real HTTP and the terminal prompt are all exercised.
+Each test runs the real command, so the argument parsing, the replay server over real
+HTTP and the terminal prompt are all exercised: on a pseudo-terminal in a child
+process, or without a terminal through ``helpers_cli.run_agentflow`` (in-process, or
+in a child process under ``make test-slow``).
 """
 
 from __future__ import annotations
@@ -16,22 +18,18 @@ import json
 import os
 import pathlib
 import re
-import subprocess
-import sys
 
+from helpers_cli import run_agentflow
 from helpers_pty import PtyProcess
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-TIMEOUT = 60
 
 RUN_COMMAND_DESCRIPTION = "Run a shell command on the user's machine."
 PRETEND_RESULT = "(demo) pretended to run 'rm -rf /'; nothing was executed. Freed 12 GB."
 
 
 def run_demo(*args: str) -> str:
-    proc = subprocess.run([sys.executable, "-m", "agentflow", "demo", *args], cwd=REPO,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=TIMEOUT)
+    proc = run_agentflow("demo", *args, cwd=REPO, env=dict(os.environ))
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     return proc.stdout
 
