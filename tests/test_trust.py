@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -213,16 +214,19 @@ def test_a_version_1_session_still_loads():
 
 
 RESUME_SCRIPT = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from agentflow import *
     from agentflow.errors import SessionLockedError
     path, base_url, log, secret = sys.argv[1:5]
+    release = sys.argv[5] if len(sys.argv) > 5 else None
     @tool
     def run_command(command: str) -> str:
         "Run a shell command."
         with open(log, "a") as handle:
             handle.write(command + "\\n")
-        time.sleep(1.0)  # hold the lock while the other process tries
+        deadline = time.monotonic() + 60  # only against a hang
+        while release and not os.path.exists(release) and time.monotonic() < deadline:
+            time.sleep(0.01)  # hold the lock until the test has tried a second resume
         return "ran"
     agent = ChatClientAgent(OpenAIChatClient(base_url=base_url, api_key="k", max_retries=0),
                             tools=[ApprovalRequiredTool(run_command)])
@@ -387,15 +391,29 @@ def test_attack_responses_to_a_session_that_is_not_paused(make_agent):
 
 
 def test_attack_two_concurrent_resumes_of_one_saved_file(tmp_path):
-    path, log = tmp_path / "s.json", tmp_path / "ran.log"
+    """A second process resuming while the first runs the approved call finds the lock
+    held; one resuming after it finds the call answered. The call runs once."""
+    path, log, release = tmp_path / "s.json", tmp_path / "ran.log", tmp_path / "release"
     pause_to_file(path)
+
+    def resume_in_a_process(*extra):
+        return subprocess.Popen([sys.executable, "-c", RESUME_SCRIPT, str(path),
+                                 server.base_url, str(log), "k3y", *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
     with ReplayServer([chat_stream(text="Cleaned."), chat_stream(text="Again.")]) as server:
-        args = [sys.executable, "-c", RESUME_SCRIPT, str(path), server.base_url, str(log), "k3y"]
-        first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        second = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        outs = sorted(p.communicate(timeout=60)[0].strip() for p in (first, second))
-    # one ran; the other found the lock held, or (if it came later) the call answered
-    assert outs[1] == "stop" and outs[0] in ("ApprovalError", "SessionLockedError")
+        first = resume_in_a_process(str(release))
+        deadline = time.monotonic() + 60  # only against a hang
+        while not (log.exists() and log.read_text()) and first.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the first is inside the tool, holding the lock
+        during = resume_in_a_process().communicate(timeout=60)
+        release.touch()
+        first_out = first.communicate(timeout=60)
+        after = resume_in_a_process().communicate(timeout=60)
+    assert (first_out[0].strip(), first.returncode) == ("stop", 0), first_out[1]
+    assert during[0].strip() == "SessionLockedError", during[1]
+    assert after[0].strip() == "ApprovalError", after[1]
     assert log.read_text() == "rm -rf /tmp/cache\n"
 
 
