@@ -117,7 +117,10 @@ class HoldingServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # serve_forever notices shutdown() only at its next poll: poll often (the
+        # default, 0.5 s, would be most of each test's time)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,),
+                                        daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -312,7 +315,7 @@ def test_connection_refused_names_url_and_hint():
         port = sock.getsockname()[1]
     base_url = f"http://127.0.0.1:{port}/v1"
     client = OpenAIChatClient(model="m", base_url=base_url, api_key=KEY,
-                              connect_timeout=5)
+                              connect_timeout=5, retry_backoff=0)  # retried, without waits
     updates, error = collect(client)
     assert updates == []
     assert type(error) is ProviderError
