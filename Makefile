@@ -36,7 +36,8 @@ test: $(STAMP) $(NODE_STAMP)
 # The command-line tests again, each command in its own `python -m agentflow` process
 # as a user runs it (make test runs those without a terminal in-process). CI runs both.
 test-slow: $(STAMP)
-	CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q tests/test_cli_chat.py tests/test_demo.py $(PYTEST_ARGS)
+	CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q tests/test_cli_chat.py tests/test_demo.py \
+		tests/test_inspect_stream.py $(PYTEST_ARGS)
 
 # Benchmarks compare with other libraries, installed in their own .bench-venv.
 BENCH_VENV := .bench-venv

@@ -1,19 +1,21 @@
 """``agentflow inspect-stream FILE``: the assembled message and the quirks met (issue 4)."""
 
-import subprocess
-import sys
+import os
+import pathlib
 
+from helpers_cli import run_agentflow
 from helpers_streams import streams_dir
 
+REPO = pathlib.Path(__file__).resolve().parent.parent
 
-def inspect(*args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "agentflow", "inspect-stream", *args],
-                          input=stdin, capture_output=True, timeout=60)
+
+def inspect(*args, stdin=b""):
+    return run_agentflow("inspect-stream", *args, cwd=REPO, env=dict(os.environ), stdin=stdin)
 
 
 def test_a_recorded_stream_without_index_is_explained():
     out = inspect(str(streams_dir() / "mistral-tool-no-index.sse"))
-    text = out.stdout.decode()
+    text = out.stdout
     assert out.returncode == 0, out.stderr
     assert "gSIMJiOkT  weather  {\"location\": \"San Francisco\"}" in text
     assert "finish_reason: tool_calls" in text
@@ -25,7 +27,7 @@ def test_standard_input_and_an_error_in_the_stream():
     body = (b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
             b'data: {"error":{"message":"Token limit reached","code":400}}\n\n')
     out = inspect("-", stdin=body)
-    text = out.stdout.decode()
+    text = out.stdout
     assert out.returncode == 1
     assert "text (2 characters):\n  Hi" in text
     assert "error: ProviderError: [code 400] Token limit reached" in text
@@ -39,7 +41,7 @@ def test_quirks_are_listed_with_their_event():
             b'"completion_tokens":2,"total_tokens":5}}}\n\n'
             b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
             b'data: [DONE]\n\n')
-    text = inspect("-", stdin=body).stdout.decode()
+    text = inspect("-", stdin=body).stdout
     for quirk in ["chunk with empty choices at event 1", "usage under x_groq at event 2",
                   "tool call index 1 where 0 was expected at event 2",
                   "tool call arguments as a JSON object at event 2",
@@ -52,4 +54,4 @@ def test_quirks_are_listed_with_their_event():
 def test_a_missing_file_is_one_clear_line():
     out = inspect("/nonexistent/stream.sse")
     assert out.returncode == 2
-    assert out.stderr.decode().strip() == "agentflow: cannot read /nonexistent/stream.sse: No such file or directory"
+    assert out.stderr.strip() == "agentflow: cannot read /nonexistent/stream.sse: No such file or directory"
