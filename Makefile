@@ -30,13 +30,16 @@ demo: $(STAMP)
 conformance: $(STAMP)
 	$(VENV)/bin/python -m conformance $(ARGS)
 
+# PYTHONDONTWRITEBYTECODE (set on some machines) would make pytest rewrite the asserts
+# of every test module on every run, 2 s of each; the cache goes to git-ignored
+# __pycache__ folders.
 test: $(STAMP) $(NODE_STAMP)
-	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # The command-line tests again, each command in its own `python -m agentflow` process
 # as a user runs it (make test runs those without a terminal in-process). CI runs both.
 test-slow: $(STAMP)
-	CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q tests/test_cli_chat.py tests/test_demo.py \
+	PYTHONDONTWRITEBYTECODE= CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q tests/test_cli_chat.py tests/test_demo.py \
 		tests/test_inspect_stream.py $(PYTEST_ARGS)
 
 # Benchmarks compare with other libraries, installed in their own .bench-venv.
