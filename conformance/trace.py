@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import NamedTuple
 
 from agentflow.replay import ReplayServer
 
@@ -111,8 +112,21 @@ def replay(ref: str, trace: bool = False, mermaid: bool = False, out=None) -> in
     Raises:
         FileNotFoundError: no such case (``load_case``).
     """
+    return play(load_case(ref), trace, mermaid, out or sys.stdout).status
+
+
+class Played(NamedTuple):
+    """What ``play`` did: ``status`` as ``replay`` returns it, and ``requests``, every
+    request the replay server received (``agentflow.replay.RecordedRequest``)."""
+
+    status: int
+    requests: list
+
+
+def play(case: dict, trace: bool = False, mermaid: bool = False, out=None) -> Played:
+    """``replay`` for a case already loaded (``load_case``); writes to ``out``
+    (default ``sys.stdout``)."""
     out = out or sys.stdout
-    case = load_case(ref)
     diagram = SequenceDiagram() if mermaid else None
 
     def on_transition(old, event, new):
@@ -152,4 +166,4 @@ def replay(ref: str, trace: bool = False, mermaid: bool = False, out=None) -> in
                     status = 1
     if diagram:
         out.write(diagram.render())
-    return status
+    return Played(status, server.requests)

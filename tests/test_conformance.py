@@ -2,6 +2,7 @@
 protocol, and deliberately broken variants of agentflow fail it (conformance/README.md)."""
 
 import contextlib
+import io
 import pathlib
 import sys
 
@@ -11,6 +12,7 @@ import agentflow.function_invoking as loop
 from agentflow import ChatClientAgent, Finish, FinishReason, ToolApprovalRequest, ToolCallEnd
 from agentflow.types import ToolApprovalResponse
 from conformance.runner import Adapter, InProcess, load_cases, run_all
+from conformance.trace import play
 
 CASES = load_cases()
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -66,6 +68,17 @@ def test_one_adapter_process_serves_the_cases_and_a_failure_gets_a_fresh_one(tmp
     assert [o.passed for o in outcomes] == [False, True, True]
     assert "the adapter exited (status 1) without answering" in outcomes[0].detail
     assert len(log.read_text().split()) == 2  # the dead one, then one for both others
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["id"] for case in CASES])
+def test_the_mermaid_diagram_draws_exactly_the_model_calls_made(case):
+    """``agentflow replay CASE --mermaid`` draws one ``POST /chat/completions`` per
+    request the replay server received, which is one per model call of the case."""
+    out = io.StringIO()
+    played = play(case, mermaid=True, out=out)
+    arrows = out.getvalue().count("FICC->>LLM: POST /chat/completions")
+    made = sum(len(turn.get("model_calls", [])) for turn in case["turns"])
+    assert (arrows, len(played.requests)) == (made, made)
 
 
 def test_the_runner_prints_a_table_and_the_closing_line(capsys):
