@@ -36,11 +36,14 @@ conformance: $(STAMP)
 test: $(STAMP) $(NODE_STAMP)
 	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
-# The command-line tests again, each command in its own `python -m agentflow` process
-# as a user runs it (make test runs those without a terminal in-process). CI runs both.
+# The files that run the command without a terminal (tests/helpers_cli.py) again, each
+# command through the console script in its own process, as a user runs it; make test
+# runs those commands in-process. CI runs both.
+CLI_TESTS := $(shell grep -l -e run_agentflow -e run_chat tests/test_*.py)
+
 test-slow: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q tests/test_cli_chat.py tests/test_demo.py \
-		tests/test_inspect_stream.py $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q \
+		$(CLI_TESTS) $(PYTEST_ARGS)
 
 # Benchmarks compare with other libraries, installed in their own .bench-venv.
 BENCH_VENV := .bench-venv

@@ -1,17 +1,27 @@
 """Running ``agentflow`` the way a user does, for the end-to-end tests of the command
-line (test_cli_chat.py, test_cli_messages.py): the child's environment, the command
+line (test_cli_chat.py, test_cli_messages.py …): the child's environment, the command
 with no terminal or on a pseudo-terminal, the model turns a ``ReplayServer`` serves,
-and the shapes of what the user sees and what is saved."""
+and the shapes of what the user sees and what is saved.
+
+Without a terminal, ``run_agentflow`` runs the command inside the test process
+(``agentflow.__main__.main``, which the console script calls, with the same command
+line, environment, folder and standard input): a child would spend most of each test
+importing. ``CLI_TESTS_IN_SUBPROCESS=1`` (``make test-slow``, which CI runs as well)
+runs each through the console script in a child process instead, exactly as a user
+starts it. On a pseudo-terminal (``pty_chat``) the command is always a child."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import pathlib
 import subprocess
 import sys
 import time
+import traceback
 
 from agentflow.replay import Reply, chat_stream
 from agentflow.session import AgentSession
@@ -47,15 +57,52 @@ def child_env(**extra) -> dict:
 AGENTFLOW = str(pathlib.Path(sys.executable).with_name("agentflow"))  # the console script
 
 
-def run_agentflow(*args, cwd, env=None) -> subprocess.CompletedProcess:
-    """``agentflow ARGS`` with no terminal (stdin is /dev/null)."""
-    return subprocess.run([AGENTFLOW, *args], cwd=cwd, env=env or child_env(),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          encoding="utf-8", timeout=TIMEOUT)
+IN_SUBPROCESS = os.environ.get("CLI_TESTS_IN_SUBPROCESS") == "1"
+
+
+def run_agentflow(*args, cwd, env=None, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    """``agentflow ARGS`` with no terminal, ``stdin`` on standard input, in ``cwd``
+    with exactly ``env`` (default ``child_env()``); ``stdout`` and ``stderr`` as text.
+    In-process, an exception that escapes ``main`` is printed with its traceback and
+    gives status 1, as the interpreter does; ``SystemExit`` gives its code."""
+    env = env or child_env()
+    if IN_SUBPROCESS:
+        done = subprocess.run([AGENTFLOW, *args], cwd=cwd, env=env, input=stdin,
+                              capture_output=True, timeout=TIMEOUT)
+        return subprocess.CompletedProcess(done.args, done.returncode,
+                                           done.stdout.decode("utf-8"),
+                                           done.stderr.decode("utf-8"))
+    from agentflow.__main__ import main
+    # as a child's streams are: UTF-8 (child_env's PYTHONIOENCODING), strict on stdout
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace",
+                           write_through=True)
+    saved_env, saved_cwd, saved_stdin = dict(os.environ), os.getcwd(), sys.stdin
+    try:
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
+            try:
+                status = main(list(args))
+            except SystemExit as exc:
+                status = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            except Exception:  # noqa: BLE001 - printed as the interpreter would
+                traceback.print_exc()
+                status = 1
+    finally:
+        sys.stdin = saved_stdin
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess(["agentflow", *args], status,
+                                       out.buffer.getvalue().decode("utf-8"),
+                                       err.buffer.getvalue().decode("utf-8"))
 
 
 def run_chat(*args, cwd, env=None) -> subprocess.CompletedProcess:
-    """``agentflow chat ARGS`` with no terminal (stdin is /dev/null)."""
+    """``agentflow chat ARGS`` with no terminal and nothing on standard input."""
     return run_agentflow("chat", *args, cwd=cwd, env=env)
 
 

@@ -1,6 +1,7 @@
 """End-to-end tests of ``agentflow chat`` and ``agentflow replay`` (issue 6).
 
-Every test runs the real command in a subprocess (the ``agentflow`` console script)
+Every test runs the real command (``tests/helpers_cli.py``: without a terminal
+in-process, or the ``agentflow`` console script in a child under ``make test-slow``)
 against a loopback ``ReplayServer`` over real HTTP, and checks what a user sees
 (exit status, the text on the terminal or stdout/stderr), what the server received
 (the requests the model would see) and the saved session file.

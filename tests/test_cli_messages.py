@@ -1,7 +1,8 @@
 """Every message a new user of ``agentflow`` meets in the first ten minutes names what
 was wrong and what to type, in the words of the command line (issue 16).
 
-Each test runs the real console script (``tests/helpers_cli.py``) and pins the whole
+Each test runs the real command (``tests/helpers_cli.py``: in-process, or the console
+script in a child under ``make test-slow``; on a terminal always a child) and pins the whole
 message, the exit status (agentflow.chat docstring: 2 bad usage, 3 paused, 130
 interrupted) and what was left on disk and sent to the server. One replay server
 serves the whole module; a paused session is made once, by a real run, and copied.

@@ -1,12 +1,9 @@
 """``agentflow inspect-stream FILE``: the assembled message and the quirks met (issue 4)."""
 
 import os
-import pathlib
 
-from helpers_cli import run_agentflow
+from helpers_cli import REPO, run_agentflow
 from helpers_streams import streams_dir
-
-REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
 def inspect(*args, stdin=b""):
