@@ -34,16 +34,18 @@ conformance: $(STAMP)
 # of every test module on every run, 2 s of each; the cache goes to git-ignored
 # __pycache__ folders.
 test: $(STAMP) $(NODE_STAMP)
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
-# The files that run the command without a terminal (tests/helpers_cli.py) again, each
-# command through the console script in its own process, as a user runs it; make test
-# runs those commands in-process. CI runs both.
+# What make test leaves out (CI runs both): the tests marked slow (PostgreSQL, a real
+# server), and the files that run the command without a terminal (tests/helpers_cli.py)
+# again, each command through the console script in its own process, as a user runs
+# it, where make test runs those commands in-process.
 CLI_TESTS := $(shell grep -l -e run_agentflow -e run_chat tests/test_*.py)
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(NODE_STAMP)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -m slow $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q \
-		$(CLI_TESTS) $(PYTEST_ARGS)
+		-m "not slow" $(CLI_TESTS) $(PYTEST_ARGS)
 
 # Benchmarks compare with other libraries, installed in their own .bench-venv.
 BENCH_VENV := .bench-venv

@@ -30,7 +30,8 @@ def make_agent():
 
 # -- session stores (SPEC R22) -----------------------------------------------------------
 
-STORE_KINDS = ["file", "sqlite", "postgres"]
+# PostgreSQL is a real server started for the session: its variants run in make test-slow
+STORE_KINDS = ["file", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)]
 
 
 def _no_postgres(why: str):

@@ -28,7 +28,8 @@ def call(base: str, path: str, body=None) -> tuple[int, object]:
         return error.code, json.loads(error.read())
 
 
-@pytest.mark.parametrize("store_url", ["sqlite", "postgres"], indirect=True)
+@pytest.mark.parametrize(
+    "store_url", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)], indirect=True)
 def test_example_one_worker_pauses_another_resumes(store_url, tmp_path):
     ledger = tmp_path / "refunds.log"
     with ReplayServer([chat_stream(text="Let me refund that.", tool_calls=[
