@@ -253,18 +253,18 @@ class OpenAIChatClient:
         if earlier is not None:  # two turns interleaved; the earlier one is let go
             earlier.close()
 
-    def _reuse_connection(self) -> None:
+    def _reuse_connection(self) -> bool:
         """Read the rest of the last complete turn's body, so that its connection goes
         back to the pool and the next request reuses it; when more than
         ``_DRAIN_BYTES`` bytes remain, or they take longer than ``_DRAIN_SECONDS``
-        seconds, the connection is closed instead (the next request opens one)."""
+        seconds, the connection is closed instead (the next request opens one).
+        Returns whether a connection went back to the pool."""
         response, self._unfinished = self._unfinished, None
-        if response is not None:
-            _drain(response, _DRAIN_BYTES, _DRAIN_SECONDS)
+        return response is not None and _drain(response, _DRAIN_BYTES, _DRAIN_SECONDS)
 
     def _post(self, body: dict) -> "requests.Response":
         import requests
-        self._reuse_connection()
+        reused = self._reuse_connection()
         headers = {"Content-Type": "application/json",
                    "Accept": "text/event-stream" if self.stream else "application/json",
                    # a compressed stream is decoded in blocks, which delays tokens
@@ -272,9 +272,19 @@ class OpenAIChatClient:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         try:
-            response = self._http.post(self.url, data=json.dumps(body), headers=headers,
-                                       stream=True,
-                                       timeout=(self.connect_timeout, self.read_timeout))
+            try:
+                response = self._http.post(self.url, data=json.dumps(body), headers=headers,
+                                           stream=True,
+                                           timeout=(self.connect_timeout, self.read_timeout))
+            except requests.exceptions.ConnectionError:
+                if not reused:
+                    raise
+                # The kept connection was closed by the server before this request
+                # reached it (an idle timeout racing the request, RFC 9112 §9.3.1): one
+                # new connection at once, outside max_retries, as nothing was answered.
+                response = self._http.post(self.url, data=json.dumps(body), headers=headers,
+                                           stream=True,
+                                           timeout=(self.connect_timeout, self.read_timeout))
         except requests.exceptions.ConnectTimeout:
             raise ProviderTimeoutError(
                 f"could not connect to {self.url} within connect_timeout="
@@ -361,13 +371,15 @@ class _Retryable(Exception):
         self.error, self.headers = error, headers
 
 
-def _drain(response: "requests.Response", limit: int, seconds: float) -> None:
+def _drain(response: "requests.Response", limit: int, seconds: float) -> bool:
     """Read the rest of ``response``'s body: at most ``limit`` bytes, for at most
     ``seconds``. When the body ends within both, urllib3 puts the connection back in
-    the pool (HTTPResponse.release_conn); else it is closed."""
+    the pool (HTTPResponse.release_conn) and this returns ``True``; else the connection
+    is closed and this returns ``False``."""
     import urllib3.exceptions
     raw = response.raw
     deadline = time.monotonic() + seconds
+    released = False
     try:
         while not raw.closed and limit >= 0:
             left = deadline - time.monotonic()
@@ -380,9 +392,11 @@ def _drain(response: "requests.Response", limit: int, seconds: float) -> None:
             if not data:
                 break
             limit -= len(data)
+        released = raw.connection is None and limit >= 0  # urllib3 let go of it
     except (urllib3.exceptions.HTTPError, OSError):
         pass  # broken or too slow: closed below, as any unfinished body is
     response.close()  # closes the connection unless urllib3 released it
+    return released
 
 
 def _is_json(response: "requests.Response") -> bool:

@@ -87,3 +87,13 @@ def store(store_url):
     opened = open_store(store_url)
     yield opened
     opened.close()
+
+
+def pytest_collection_modifyitems(items):
+    """The tests of test_mcp.py that use its ``servers`` fixture start three processes of
+    the MCP SDK and the reference Node server (about 5 s of CPU): they run in make
+    test-slow, which CI runs too. make test still talks to a real MCP server through
+    test_mcp_policy.py, whose server runs on a thread of the test process."""
+    for item in items:
+        if item.module.__name__ == "test_mcp" and "servers" in item.fixturenames:
+            item.add_marker(pytest.mark.slow)

@@ -193,6 +193,28 @@ def test_a_connection_the_server_closed_is_replaced(how):
         assert server.connections == 2  # one fresh connection, then kept again
 
 
+def test_a_kept_connection_closed_as_the_next_request_arrives_is_replaced_at_once():
+    """The idle-timeout race (RFC 9112 §9.3.1): the server closes the kept connection
+    just as the next request reaches it, with no answer. The request goes out once more
+    on a new connection at once, even with ``max_retries=0``: nothing was answered."""
+    replies = [chat_stream(text="one"), Reply(drop=True), chat_stream(text="two")]
+    with ReplayServer(replies, keep_alive="chunked") as server:
+        agent = agent_for(server)
+        assert text(run(agent, "a")) == "one"
+        assert text(run(agent, "b")) == "two"
+        assert len(server.requests) == 3 and server.connections == 2
+
+
+def test_a_fresh_connection_that_fails_is_not_sent_again_outside_max_retries():
+    """The extra attempt is only for a connection taken from the pool: a first request
+    that the server drops fails with max_retries=0."""
+    with ReplayServer([Reply(drop=True), chat_stream(text="unused")],
+                      keep_alive="chunked") as server:
+        with pytest.raises(ProviderError):
+            run(agent_for(server), "a")
+        assert len(server.requests) == 1
+
+
 def test_a_body_going_on_beyond_the_bound_after_done_is_closed_not_read():
     """A server that keeps sending after [DONE] (here 100 KiB of comments, far beyond
     ``_DRAIN_BYTES``): the turn is complete at [DONE], the rest is not read to its end,
