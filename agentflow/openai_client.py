@@ -104,14 +104,26 @@ class OpenAIChatClient:
 
     @property
     def url(self) -> str:
+        """The endpoint (str): ``{base_url}/chat/completions``."""
         return f"{self.base_url}/chat/completions"
 
     def build_request(self, messages: Sequence[ChatMessage],
                       options: AgentRunOptions | None = None, tools: Iterable = ()) -> dict:
-        """The JSON body (dict) of the chat-completions request for ``messages``,
-        offering ``tools`` (``Tool`` objects) in OpenAI's function format. The
-        messages are built by the client's ``profile`` (SPEC R21), which never
-        changes ``messages``."""
+        """The JSON body of the chat-completions request, without sending it.
+
+        Args:
+            messages: the conversation (sequence of ``ChatMessage``); the client's
+                ``profile`` builds the request's messages from them and never changes
+                them (SPEC R21).
+            options: model, ``temperature``, ``max_tokens``, ``tool_choice``,
+                ``parallel_tool_calls`` and ``extra`` keys (``AgentRunOptions``);
+                ``None`` means the defaults. ``tool_choice`` and
+                ``parallel_tool_calls`` are sent only when tools are offered.
+            tools: the ``Tool`` objects offered, in OpenAI's function format.
+
+        Returns:
+            dict: the body; ``stream_options.include_usage`` is set when streaming.
+        """
         options = options or AgentRunOptions()
         body: dict = {
             "model": options.model or self.model,
@@ -138,11 +150,19 @@ class OpenAIChatClient:
 
     def run(self, messages: Sequence[ChatMessage], options: AgentRunOptions | None = None,
             tools: Iterable = ()) -> Iterator[AgentResponseUpdate]:
-        """Call the model once and yield its updates as their bytes arrive.
+        """Call the model once and yield its updates as their bytes arrive (SPEC §6).
 
-        Yields ``TextDelta``, ``ReasoningDelta``, ``ToolCallStart``, ``ToolCallArgs``,
-        then ``ToolCallEnd`` per call and a last ``Finish`` whose reason may be
-        ``TOOL_CALLS`` (the decorator removes that one, SPEC R9).
+        Args:
+            messages: the conversation so far (sequence of ``ChatMessage``).
+            options: per-call options (``AgentRunOptions``), as in ``build_request``.
+            tools: the ``Tool`` objects the model may call.
+
+        Yields:
+            AgentResponseUpdate: ``TextDelta``, ``ReasoningDelta``, ``ToolCallStart``,
+            ``ToolCallArgs`` as they arrive, then one ``ToolCallEnd`` per call and a
+            last ``Finish`` whose ``message`` is the assembled assistant turn and
+            whose reason may be ``TOOL_CALLS`` (the decorator removes that one,
+            SPEC R9). Retries happen only before the first body byte (SPEC §6).
 
         Raises:
             ProviderError: HTTP 4xx/5xx (status, provider code and message, also

@@ -82,27 +82,30 @@ class ReplayServer:
     Use as a context manager, or call ``start()`` and ``stop()``. ``base_url`` is the
     URL to give a client (``http://127.0.0.1:PORT/v1``). ``queue(reply)`` adds a reply
     later (the demo does, once it knows the caller's decision). When the queue is
-    empty a request gets HTTP 500 with a JSON error saying so.
+    empty a request gets HTTP 500 with a JSON error saying so. ``requests`` (list of
+    ``RecordedRequest``) keeps every request received; ``connections`` (int) counts
+    the connections accepted, in every mode.
 
-    ``check``, when given, is called as ``check(number, request)`` for each request
-    (``number`` counts from 0) and returns ``None`` when the request is as expected or
-    a str naming the first difference; the server then answers HTTP 400 with that text
-    as the error message (code ``request_mismatch``), keeps the queued reply, and
-    appends the text to ``mismatches``. It may also return a ``Reply``, which is sent
-    instead (its body is appended to ``mismatches``).
+    Args:
+        replies: the first replies, in order (``Reply``, or bytes/str bodies).
+        check: ``check(number, request) -> None | str | Reply`` called for each
+            request (``number`` counts from 0): ``None`` when the request is as
+            expected; a str naming the first difference makes the server answer HTTP
+            400 with that text (code ``request_mismatch``), keep the queued reply and
+            append the text to ``mismatches``; a ``Reply`` is sent instead (its body is
+            appended to ``mismatches``).
+        strict: a provider profile name (str) whose refusals the server plays: a
+            request that provider would refuse gets its error (``agentflow.strict``,
+            SPEC R21), checked before ``check``.
+        keep_alive: ``None`` (close after each reply), ``"chunked"`` (keep the
+            connection, send each body with ``Transfer-Encoding: chunked``, each item
+            of ``Reply.chunks`` one chunk, as OpenAI's API streams) or ``"length"``
+            (keep it, with ``Content-Length``). A reply whose ``headers`` say
+            ``Connection: close`` still closes its connection (RFC 9112 §9.6).
+        ssl_context: a server-side ``ssl.SSLContext`` to serve HTTPS, or ``None``.
 
-    ``strict`` (str), when given, names a provider profile whose refusals the server
-    plays: a request that provider would refuse gets its error (``agentflow.strict``,
-    SPEC R21), checked before ``check``.
-
-    ``keep_alive`` (str), when given, keeps each connection open after a reply, as a
-    hosted provider does, and frames every body accordingly: ``"chunked"`` sends it with
-    ``Transfer-Encoding: chunked`` (each item of ``Reply.chunks`` one chunk, as
-    OpenAI's API streams), ``"length"`` with ``Content-Length``. A reply whose
-    ``headers`` say ``Connection: close`` still closes its connection after it.
-    ``connections`` (int) counts the connections accepted, in every mode;
-    ``close_connections()`` closes the open ones, as a server's idle timeout does.
-    ``ssl_context`` (a server-side ``ssl.SSLContext``), when given, serves HTTPS.
+    Raises:
+        ValueError: ``keep_alive`` is not one of the three values.
     """
 
     def __init__(self, replies=(), check=None, strict: str | None = None,
@@ -125,16 +128,28 @@ class ReplayServer:
         self._thread: threading.Thread | None = None
 
     def queue(self, reply) -> None:
+        """Add a reply after the ones queued (safe while the server runs).
+
+        Args:
+            reply: a ``Reply``, or the body (bytes or str) of a 200 event stream.
+        """
         with self._lock:
             self._replies.append(_as_reply(reply))
 
     @property
     def base_url(self) -> str:
+        """The URL (str) to give a client, ``http(s)://127.0.0.1:PORT/v1``; only once
+        started."""
         host, port = self._server.server_address[:2]
         scheme = "https" if self.ssl_context is not None else "http"
         return f"{scheme}://{host}:{port}/v1"
 
     def start(self) -> "ReplayServer":
+        """Listen on a free port of 127.0.0.1 and serve from a background thread.
+
+        Returns:
+            ReplayServer: this server, so ``server = ReplayServer(...).start()`` works.
+        """
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -357,12 +372,20 @@ def chat_stream(text: str = "", tool_calls=(), finish_reason: str | None = None,
                 model: str = "replay-model", done: bool = True) -> bytes:
     """An SSE body shaped like OpenAI's own chat-completions stream.
 
-    ``text`` and ``reasoning`` are sent a word at a time; ``tool_calls`` is a list of
-    ``(id, name, arguments_json)`` sent as a header delta then two argument
-    fragments each; ``finish_reason`` defaults to ``"tool_calls"`` when there are
-    calls, else ``"stop"``; ``usage`` is ``(prompt_tokens, completion_tokens)`` sent on
-    a last chunk with empty ``choices`` (``None`` for none); ``done`` adds
-    ``data: [DONE]``.
+    Args:
+        text: the reply text (str), sent a word at a time.
+        tool_calls: ``(id, name, arguments_json)`` tuples, each sent as a header delta
+            then two argument fragments.
+        finish_reason: default ``"tool_calls"`` when there are calls, else ``"stop"``.
+        usage: ``(prompt_tokens, completion_tokens)`` (tokens) sent on a last chunk with
+            empty ``choices``, or ``None`` for no usage chunk.
+        reasoning: reasoning text (str) sent a word at a time as ``reasoning_content``,
+            before the text.
+        model: the ``model`` field of every chunk (str).
+        done: end with ``data: [DONE]`` (bool).
+
+    Returns:
+        bytes: the whole body, ``text/event-stream`` framing (WHATWG HTML §9.2.6).
     """
     def event(choices, extra=None) -> str:
         chunk = {"id": "chatcmpl-replay", "object": "chat.completion.chunk",

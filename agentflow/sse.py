@@ -66,8 +66,16 @@ class SSEParser:
         self.retry: int | None = None
 
     def feed(self, data: bytes) -> list[ServerSentEvent]:
-        """Add ``data`` (bytes, any length, may split characters and lines anywhere)
-        and return the events it completed, in order (possibly none)."""
+        """Parse the next bytes of the stream (WHATWG HTML §9.2.6).
+
+        Args:
+            data: the next bytes (any length, ``b""`` allowed); they may split a UTF-8
+                character, a CRLF pair or a line anywhere.
+
+        Returns:
+            list[ServerSentEvent]: the events these bytes completed, in order; often
+            empty.
+        """
         return self._feed_text(self._decoder.decode(data))
 
     def close(self) -> list[ServerSentEvent]:
@@ -139,8 +147,16 @@ class SSEParser:
 
 
 def iter_events(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
-    """Yield each event of the stream whose bytes ``chunks`` yields, as soon as the
-    chunk completing it arrives (no read-ahead)."""
+    """Parse a whole stream lazily (WHATWG HTML §9.2.6; SPEC §7).
+
+    Args:
+        chunks: an iterable of byte chunks (bytes), e.g. a response body read as it
+            arrives; chunk boundaries may fall anywhere.
+
+    Yields:
+        ServerSentEvent: each event as soon as the chunk completing it arrives (no
+        read-ahead). An event whose closing blank line never came is discarded.
+    """
     parser = SSEParser()
     for chunk in chunks:
         yield from parser.feed(chunk)

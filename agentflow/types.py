@@ -68,6 +68,13 @@ class ToolCall:
     def from_openai(cls, data: dict) -> "ToolCall":
         """The inverse of ``to_openai``; missing arguments mean ``{}``.
 
+        Args:
+            data: one entry of an OpenAI ``tool_calls`` list (dict); keys other than
+                ``id``, ``type``, ``function`` and ``index`` go to ``extra`` (SPEC R21).
+
+        Returns:
+            ToolCall: the call.
+
         Raises:
             KeyError: ``data`` has no ``id``.
         """
@@ -110,27 +117,59 @@ class ChatMessage:
 
     @classmethod
     def system(cls, content: str) -> "ChatMessage":
-        """A system message with ``content`` (str)."""
+        """A system message.
+
+        Args:
+            content: the instructions (str).
+
+        Returns:
+            ChatMessage: role ``SYSTEM``.
+        """
         return cls(MessageRole.SYSTEM, content)
 
     @classmethod
     def user(cls, content: str) -> "ChatMessage":
-        """A user message with ``content`` (str)."""
+        """A user message.
+
+        Args:
+            content: what the user wrote (str).
+
+        Returns:
+            ChatMessage: role ``USER``.
+        """
         return cls(MessageRole.USER, content)
 
     @classmethod
     def assistant(cls, content: str | None = None, tool_calls: list[ToolCall] | None = None,
                   reasoning_content: str | None = None,
                   extra: dict | None = None) -> "ChatMessage":
-        """An assistant message: ``content`` (str or ``None``), its ``tool_calls``
-        (list of ``ToolCall``, copied), the turn's ``reasoning_content`` (str or
-        ``None``) and the provider's unknown keys ``extra`` (dict, copied)."""
+        """An assistant message.
+
+        Args:
+            content: the reply text (str), or ``None`` for a turn that only called tools.
+            tool_calls: the turn's calls (list of ``ToolCall``, copied), in the order
+                their stream slots opened (SPEC §6); ``None`` means none.
+            reasoning_content: the turn's reasoning (str) or ``None`` (SPEC R21).
+            extra: the provider's unknown message keys (dict, copied; SPEC R21).
+
+        Returns:
+            ChatMessage: role ``ASSISTANT``.
+        """
         return cls(MessageRole.ASSISTANT, content, list(tool_calls or []),
                    reasoning_content=reasoning_content, extra=dict(extra or {}))
 
     @classmethod
     def tool(cls, result: str, call_id: str) -> "ChatMessage":
-        """The result (str) of the tool call whose id is ``call_id``."""
+        """A tool result message (SPEC R2, R4).
+
+        Args:
+            result: the tool's result text (str), ``Rejected: …`` (R7) or ``Error: …``
+                (R13, R14).
+            call_id: the ``tool_call_id`` (str) of the call it answers.
+
+        Returns:
+            ChatMessage: role ``TOOL``.
+        """
         return cls(MessageRole.TOOL, result, tool_call_id=call_id)
 
     def to_openai(self) -> dict:
@@ -149,8 +188,19 @@ class ChatMessage:
 
     @classmethod
     def from_openai(cls, data: dict) -> "ChatMessage":
-        """Build a message from its dict form (the inverse of ``to_openai``); keys it
-        does not know go to ``extra``."""
+        """Build a message from its dict form (the inverse of ``to_openai``).
+
+        Args:
+            data: an OpenAI chat message dict; keys it does not know go to ``extra``
+                (SPEC R21).
+
+        Returns:
+            ChatMessage: the message.
+
+        Raises:
+            KeyError: ``data`` has no ``role``, or a call has no ``id``.
+            ValueError: ``role`` is not one of the four role strings.
+        """
         return cls(role=MessageRole(data["role"]), content=data.get("content"),
                    tool_calls=[ToolCall.from_openai(c) for c in data.get("tool_calls") or []],
                    tool_call_id=data.get("tool_call_id"),
@@ -462,8 +512,15 @@ class AgentRunOptions:
             raise ValueError(f"max_rounds must be at least 1, got {self.max_rounds}")
 
     def with_tool_approval_responses(self, responses) -> "AgentRunOptions":
-        """A new options object carrying ``responses`` (an iterable of
-        ``ToolApprovalResponse``); this one is left unchanged."""
+        """A copy of these options that carries approval responses (SPEC R4).
+
+        Args:
+            responses: an iterable of ``ToolApprovalResponse``, usually built with
+                ``ToolApprovalRequest.approve()`` / ``.reject()``.
+
+        Returns:
+            AgentRunOptions: a new object; this one is left unchanged.
+        """
         return dataclasses.replace(self, tool_approval_responses=tuple(responses))
 
 
