@@ -114,8 +114,14 @@ class AgentSession:
 
     @classmethod
     def from_dict(cls, data: dict) -> "AgentSession":
-        """The inverse of ``to_dict``. A version-1 session has no approval ledger: its
-        pending calls can only be rejected.
+        """The inverse of ``to_dict`` (SPEC R15). A version-1 session has no approval
+        ledger: its pending calls can only be rejected.
+
+        Args:
+            data: a dict from ``to_dict`` (or JSON parsed from a saved session).
+
+        Returns:
+            AgentSession: the session, its history checked (R17).
 
         Raises:
             ValueError: an unknown ``schema_version``.
@@ -165,9 +171,18 @@ class AgentSession:
     # -- files -------------------------------------------------------------------------
 
     def save(self, path, secret: str | bytes | None = None) -> None:
-        """Write the session as JSON to ``path`` atomically: a temporary file in the
-        same folder, then a rename, so a crash never leaves half a file (SPEC R10).
-        With ``secret``, add an HMAC-SHA256 ``signature`` over the content."""
+        """Write the session as JSON atomically: a temporary file in the same folder,
+        fsync, then a rename, so a crash never leaves half a file (SPEC R10, R16).
+
+        Args:
+            path: the file (str or path-like).
+            secret: a key (str or bytes) to add an HMAC-SHA256 ``signature`` over the
+                content (RFC 2104), or ``None`` for none.
+
+        Raises:
+            FileNotFoundError: the folder of ``path`` does not exist.
+            OSError: the file could not be written (the old file is left as it was).
+        """
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
@@ -177,13 +192,23 @@ class AgentSession:
 
     @classmethod
     def load(cls, path, secret: str | bytes | None = None) -> "AgentSession":
-        """Read a session written by ``save``.
+        """Read a session written by ``save`` (SPEC R15).
 
-        Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is not
-        a session, and ``SessionIntegrityError`` when its signature does not verify
-        with ``secret``, when it is signed and no ``secret`` is given, when a
-        ``secret`` is given and it is not signed, or when the file is older than one
-        ``AgentSession.open`` already wrote there (a restored copy, SPEC R22).
+        Args:
+            path: the file (str or path-like).
+            secret: the key (str or bytes) it was signed with, or ``None`` for an
+                unsigned file.
+
+        Returns:
+            AgentSession: the session.
+
+        Raises:
+            OSError: the file cannot be read.
+            ValueError: it is not a session.
+            SessionIntegrityError: its signature does not verify with ``secret``; it
+                is signed and no ``secret`` is given; a ``secret`` is given and it is
+                not signed; or the file is older than one ``AgentSession.open``
+                already wrote there (a restored copy, SPEC R22).
         """
         from .stores.files import read_file
         return read_file(os.fspath(path), secret)
@@ -198,9 +223,19 @@ class AgentSession:
         refuses a file older than one it wrote (a restored copy, R22).
 
         The lock is an OS lock on ``path + ".lock"``, released (and the file removed)
-        when the block ends, or released when the process dies. Raises
-        ``SessionLockedError`` at once when another process holds it, so two processes
-        can never resume the same paused run together.
+        when the block ends, or released when the process dies.
+
+        Args:
+            path: the session file (str or path-like); it need not exist yet.
+            secret: the signing key (str or bytes), as for ``save`` / ``load``.
+
+        Yields:
+            AgentSession: the loaded (or new) session, saved as the run goes.
+
+        Raises:
+            SessionLockedError: another process holds the lock (raised at once), so
+                two processes can never resume the same paused run together.
+            SessionIntegrityError / ValueError / OSError: as ``load``.
         """
         from .stores.files import FileStore
         with FileStore.open_file(path, secret) as session:
@@ -208,9 +243,18 @@ class AgentSession:
 
 
 def encode(data: dict, secret: str | bytes | None = None, indent: int | None = None) -> str:
-    """JSON text of a session dict, signed with ``secret`` when given. Lone surrogates
-    are written as ``\\uXXXX`` escapes, which ``json.loads`` turns back into the same
-    text, so a save never fails on what a tool returned (SPEC R16)."""
+    """JSON text of a session dict. Lone surrogates are written as ``\\uXXXX`` escapes,
+    which ``json.loads`` turns back into the same text, so a save never fails on what a
+    tool returned (SPEC R16).
+
+    Args:
+        data: the session dict (from ``AgentSession.to_dict``).
+        secret: a key (str or bytes) to add an HMAC-SHA256 ``signature``, or ``None``.
+        indent: JSON indent (int), or ``None`` for the compact form.
+
+    Returns:
+        str: the JSON text, encodable as UTF-8.
+    """
     if secret is not None:
         data = {**data, "signature": {"alg": "HMAC-SHA256", "value": _sign(data, secret)}}
     text = json.dumps(data, ensure_ascii=False, indent=indent,
@@ -223,8 +267,15 @@ def encode(data: dict, secret: str | bytes | None = None, indent: int | None = N
 
 
 def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSession":
-    """The session in JSON ``text`` (from ``encode``), its signature checked against
-    ``secret``. ``where`` names the source in error messages.
+    """The session in JSON text from ``encode``, its signature checked.
+
+    Args:
+        text: the JSON text (str).
+        where: names the source (str, a path or a store key) in error messages.
+        secret: the signing key (str or bytes), or ``None``.
+
+    Returns:
+        AgentSession: the session.
 
     Raises:
         ValueError: not a saved session.
@@ -243,9 +294,17 @@ def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSe
 
 
 def write_atomically(path: str, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8): a temporary file in the same folder,
-    fsync, rename, fsync of the folder, so a crash leaves the old file or the new one,
-    never half of one, and the rename itself survives a power loss (SPEC R16)."""
+    """Replace a file atomically: a temporary file in the same folder, fsync, rename,
+    fsync of the folder, so a crash leaves the old file or the new one, never half of
+    one, and the rename itself survives a power loss (SPEC R16).
+
+    Args:
+        path: the file (str); its folder must exist.
+        text: the new content (str), written as UTF-8.
+
+    Raises:
+        OSError: writing or renaming failed; the temporary file is removed.
+    """
     import tempfile
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)

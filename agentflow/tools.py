@@ -67,10 +67,21 @@ class Tool:
     expands_home: bool = False  # a path subject's "~/" is the home folder (MCP servers)
 
     def invoke(self, arguments: dict) -> str:
-        """Run the tool with the model's parsed arguments (dict); return the text (str)
-        sent back to the model. An exception is reported to the model as
-        ``Error: <type>: <message>`` (SPEC R13); raise ``ResultConversionError`` when
-        the work is done but its result cannot be turned into text (R16)."""
+        """Run the tool.
+
+        Args:
+            arguments: the model's parsed arguments (dict, a JSON object), or the
+                human's edited ones (SPEC R20).
+
+        Returns:
+            str: the text sent back to the model as the call's ``tool`` result.
+
+        Raises:
+            Exception: any; the loop reports it to the model as
+                ``Error: <type>: <message>`` (SPEC R13).
+            ResultConversionError: the work is done but its result cannot be turned
+                into text (R16: the loop never invites a second run).
+        """
         raise NotImplementedError
 
     def requires_approval(self) -> bool:
@@ -79,9 +90,15 @@ class Tool:
         return False
 
     def needs_approval(self, arguments: dict) -> bool | str:
-        """Whether the call with these parsed ``arguments`` (dict) waits for approval,
-        asked once at the gate (SPEC R18). A non-empty str means yes and says why (it
-        is recorded and shown). The default is ``requires_approval()``."""
+        """Whether this call waits for approval, asked once at the gate (SPEC R18).
+
+        Args:
+            arguments: the call's parsed arguments (dict).
+
+        Returns:
+            bool | str: truthy means approval is required; a non-empty str also says
+            why (recorded and shown). The default is ``requires_approval()``.
+        """
         return self.requires_approval()
 
     def __repr__(self) -> str:
@@ -189,11 +206,27 @@ class ApprovalRequiredTool(Tool):
 def tool(func: Callable | None = None, *, name: str | None = None,
          description: str | None = None, idempotent: bool = False,
          subject: str | None = None, subject_kind: str = "text"):
-    """Decorator: ``@tool`` or ``@tool(name=..., description=..., idempotent=True,
-    subject=..., subject_kind=...)`` makes a ``FunctionTool`` of the function (which
-    stays callable as before). ``subject`` names the parameter that approval policies
-    match (``"shell"`` command lines, ``"path"`` file paths or plain ``"text"``; SPEC
-    R19)."""
+    """Decorator: ``@tool`` or ``@tool(name=..., ...)`` makes a ``FunctionTool`` of the
+    function, which stays callable as before (SPEC §3).
+
+    Args:
+        func: the function, when used bare as ``@tool``.
+        name: the tool's name (str); default the function's name.
+        description: what the model is told (str); default the docstring's summary.
+        idempotent: ``True`` when running it twice does no harm, so a call
+            interrupted by a crash runs again instead of being answered
+            ``Error: interrupted`` (SPEC R16).
+        subject: the parameter (str) approval policies match (SPEC R19).
+        subject_kind: how the subject is matched: ``"shell"`` command lines,
+            ``"path"`` file paths or plain ``"text"``.
+
+    Returns:
+        FunctionTool, or a decorator that makes one when called with options only.
+
+    Raises:
+        TypeError: ``func`` is not callable (e.g. ``@tool("name")``), or an annotation
+            has no JSON-schema form (see ``schema_from_signature``).
+    """
     if func is None:
         return lambda f: FunctionTool(f, name=name, description=description,
                                       idempotent=idempotent, subject=subject,
@@ -223,12 +256,22 @@ def _check_subject(schema: dict, name: str, subject, kind: str) -> tuple:
 
 
 def schema_errors(schema: dict, value: Any, where: str = "arguments") -> list[str]:
-    """What in ``value`` does not fit the JSON ``schema`` (list of str, empty when it
-    fits). Covers what ``schema_from_signature`` writes and the usual hand-written
-    schemas: ``type`` (``integer`` excludes bool), ``properties``, ``required``,
+    """What in ``value`` does not fit a JSON schema; checks an edited call before it
+    runs (SPEC R20).
+
+    Covers what ``schema_from_signature`` writes and the usual hand-written schemas:
+    ``type`` (``integer`` excludes bool), ``properties``, ``required``,
     ``additionalProperties``, ``items``, ``prefixItems``, ``minItems`` / ``maxItems``,
-    ``enum``, ``const``, ``anyOf`` / ``oneOf``. Used to check an edited call before it
-    runs (SPEC R20)."""
+    ``enum``, ``const``, ``anyOf`` / ``oneOf``; other keywords are ignored.
+
+    Args:
+        schema: the JSON schema (dict); an empty or non-dict schema accepts anything.
+        value: the parsed JSON value to check.
+        where: how messages name the value (str), e.g. ``"arguments"``.
+
+    Returns:
+        list[str]: one message per problem, empty when ``value`` fits.
+    """
     if not isinstance(schema, dict) or not schema:
         return []
     for key in ("anyOf", "oneOf"):
@@ -304,6 +347,11 @@ def _check_arguments(schema: dict, arguments: dict, enums: dict) -> dict:
 
 def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = None) -> dict:
     """The JSON schema (dict) of ``func``'s keyword arguments, from its type hints.
+
+    Args:
+        func: the function (callable) whose signature is read.
+        param_docs: a description (str) per parameter name, e.g. from the docstring's
+            ``Args:`` section; ``None`` means none.
 
     Supported: ``SUPPORTED_ANNOTATIONS`` (str, int, float, bool, list[X], tuple,
     dict / dict[str, X], Literal[...] and Enum as enums, Optional[X] and ``X | None``

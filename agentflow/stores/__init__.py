@@ -65,8 +65,20 @@ def open_store(url: str, secret: str | bytes | None = None) -> SessionStore:
 
 
 def pending_command(url: str, as_json: bool = False, out=None) -> int:
-    """``agentflow pending --store URL``: print what waits for approval, oldest first;
-    with ``as_json`` one JSON object a line. Returns the exit status (0)."""
+    """``agentflow pending --store URL``: print the approval inbox, oldest first
+    (SPEC R22).
+
+    Args:
+        url: the store URL (str), as for ``open_store``.
+        as_json: print one JSON object a line instead of a table.
+        out: a text stream to write to; default ``sys.stdout``.
+
+    Returns:
+        int: the exit status, 0.
+
+    Raises:
+        ValueError: ``url`` names no store ``open_store`` knows.
+    """
     import sys
     out = out or sys.stdout
     with open_store(url) as store:

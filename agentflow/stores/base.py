@@ -50,8 +50,15 @@ class PendingEntry:
 
 
 def check_session_id(session_id) -> str:
-    """Refuse an id no store could keep: not a str, empty, over 200 characters, ``.``
-    or ``..``, holding ``/``, ``\\`` or NUL, or not encodable as UTF-8. Returns it.
+    """Refuse an id no store could keep (SPEC R22).
+
+    Args:
+        session_id: the id to check; refused when not a str, empty, over 200
+            characters, ``.`` or ``..``, holding ``/``, ``\\`` or NUL, or not
+            encodable as UTF-8.
+
+    Returns:
+        str: ``session_id`` itself.
 
     Raises:
         ValueError: naming the rule broken.
@@ -71,13 +78,29 @@ def check_session_id(session_id) -> str:
 
 
 def waiting_since(session: AgentSession) -> float | None:
-    """When the session's oldest pending approval was issued (POSIX seconds), or
-    ``None`` when nothing waits: what stores index the inbox by."""
+    """What stores index the approval inbox by (SPEC R22).
+
+    Args:
+        session: the ``AgentSession``.
+
+    Returns:
+        float | None: when its oldest pending approval was issued (POSIX seconds), or
+        ``None`` when nothing waits.
+    """
     return min((r.issued_at for r in session.approvals.pending), default=None)
 
 
 def pending_entries(session_id: str, session: AgentSession, now: float) -> list[PendingEntry]:
-    """The ``PendingEntry`` of each call of ``session`` that waits for approval."""
+    """The inbox entries of one session (SPEC R22).
+
+    Args:
+        session_id: the session's id in its store (str).
+        session: the ``AgentSession``.
+        now: the current time (POSIX seconds), for each entry's ``age``.
+
+    Returns:
+        list[PendingEntry]: one per pending call with an approval record, in call order.
+    """
     records = {r.call_id: r for r in session.approvals.pending}
     entries = []
     for call in session.pending_tool_calls:
@@ -92,7 +115,16 @@ def pending_entries(session_id: str, session: AgentSession, now: float) -> list[
 
 
 def conflict(session_id: str, expected: int, held: int | None) -> SessionConflictError:
-    """The error for a compare-and-swap that found ``held`` instead of ``expected``."""
+    """The error for a failed compare-and-swap (SPEC R22).
+
+    Args:
+        session_id: the session's id (str).
+        expected: the revision (int) the writer read.
+        held: the revision (int) the store holds, or ``None`` when it holds none.
+
+    Returns:
+        SessionConflictError: the error to raise, saying what happened and what to do.
+    """
     if held is None:
         found = "the store no longer holds it (deleted)"
     elif expected == 0:
@@ -138,7 +170,11 @@ class SessionStore:
         raise NotImplementedError
 
     def delete(self, session_id: str) -> None:
-        """Remove the session; nothing when there is none."""
+        """Remove the session; nothing when there is none.
+
+        Args:
+            session_id: the session's id (str).
+        """
         raise NotImplementedError
 
     def close(self) -> None:
@@ -155,6 +191,12 @@ class SessionStore:
     def load(self, session_id: str) -> AgentSession:
         """The stored session; its ``revision`` is the one read.
 
+        Args:
+            session_id: the session's id (str, see ``check_session_id``).
+
+        Returns:
+            AgentSession: the session.
+
         Raises:
             KeyError: no session has that id.
             SessionIntegrityError: its signature does not verify (see ``secret``), or
@@ -168,8 +210,15 @@ class SessionStore:
 
     def save(self, session_id: str, session: AgentSession) -> str:
         """Write ``session`` as revision ``session.revision + 1``, only if the store
-        still holds ``session.revision`` (a new session has revision 0); then
-        ``session.revision`` is the new one. Returns the text written.
+        still holds ``session.revision`` (a new session has revision 0; SPEC R22);
+        then ``session.revision`` is the new one.
+
+        Args:
+            session_id: the session's id (str, see ``check_session_id``).
+            session: the ``AgentSession`` to write.
+
+        Returns:
+            str: the JSON text written.
 
         Raises:
             SessionConflictError: another worker wrote it since it was read; nothing
@@ -189,6 +238,12 @@ class SessionStore:
         SPEC R16) and on the way out, also after an error; not after a
         ``SessionConflictError``, which leaves the stored session as the other
         worker wrote it.
+
+        Args:
+            session_id: the session's id (str, see ``check_session_id``).
+
+        Yields:
+            AgentSession: the session, bound to this store.
 
         Raises:
             SessionConflictError: when a write finds that another worker wrote first.

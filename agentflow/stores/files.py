@@ -57,7 +57,18 @@ class FileStore(SessionStore):
 
     @classmethod
     def open_file(cls, path, secret: str | bytes | None = None):
-        """``store.open`` for one file at ``path`` (what ``AgentSession.open`` does)."""
+        """``store.open`` for one file (what ``AgentSession.open`` does).
+
+        Args:
+            path: the session file (str or path-like); its folder must exist.
+            secret: the signing key (str or bytes), or ``None``.
+
+        Returns:
+            a context manager yielding the ``AgentSession``, as ``open``.
+
+        Raises:
+            FileNotFoundError: the folder of ``path`` does not exist.
+        """
         path = os.path.abspath(os.fspath(path))
         folder = os.path.dirname(path)
         if not os.path.isdir(folder):
@@ -66,7 +77,14 @@ class FileStore(SessionStore):
         return cls(folder, secret, suffix="").open(os.path.basename(path))
 
     def path(self, session_id: str) -> str:
-        """The file that holds session ``session_id``."""
+        """The file that holds a session.
+
+        Args:
+            session_id: the session's id (str, see ``check_session_id``).
+
+        Returns:
+            str: the path, ``directory/session_id + suffix``.
+        """
         return os.path.join(self.directory, check_session_id(session_id) + self.suffix)
 
     # -- the primitives ------------------------------------------------------------------
@@ -115,6 +133,9 @@ class FileStore(SessionStore):
     def open(self, session_id: str):
         """As ``SessionStore.open``, holding the session's OS lock for the whole block.
 
+        Args:
+            session_id: the session's id (str, see ``check_session_id``).
+
         Raises:
             SessionLockedError: another process has the session open.
         """
@@ -141,8 +162,19 @@ class FileStore(SessionStore):
 
 
 def read_file(path: str, secret) -> AgentSession:
-    """``AgentSession.load``: the session in ``path``, refused when older than the
-    revision mark beside it (a restored copy)."""
+    """``AgentSession.load``: the session in a file, refused when older than the
+    revision mark beside it (a restored copy, SPEC R22).
+
+    Args:
+        path: the file (str).
+        secret: the signing key (str or bytes), or ``None``.
+
+    Returns:
+        AgentSession: the session.
+
+    Raises:
+        OSError, ValueError, SessionIntegrityError: as ``AgentSession.load``.
+    """
     with open(path, encoding="utf-8") as handle:
         session = decode(handle.read(), path, secret)
     _refuse_rollback(path, session.revision)
