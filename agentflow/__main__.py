@@ -187,8 +187,7 @@ def _policy_decision(call: str, parsed, policy_file: str | None, mcp_tools: list
     """The rest of ``_policy_check``, while its MCP servers run."""
     from .builtin_tools import builtin_tools
     from .chat import UsageError, policy_layers
-    from .function_invoking import gate_verdict
-    from .policy import PolicyError, policy_name
+    from .policy import PolicyError, gate_verdict, policy_name
     tools = {policy_name(t): t for t in [*builtin_tools(), *mcp_tools]}
     try:
         run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()})

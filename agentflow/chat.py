@@ -524,7 +524,7 @@ class Chat:
     def layers(self) -> list:
         """The policy layers in the loop's order: --policy, the session's grants, the
         project and user files (R19)."""
-        from .function_invoking import layers_in_order
+        from .policy import layers_in_order
         return layers_in_order(self.options.policy, self.session.approvals,
                                self.agent.chat_client.policies, time.time())
 

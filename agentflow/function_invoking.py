@@ -89,15 +89,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from . import policy as policies
-from .approvals import ApprovalLedger, Decision, approval_request
-from .canonical import arguments_digest, canonical_json
-from .errors import ApprovalError, LoopStateError, PolicyError, ProviderError
-from .tools import FunctionTool, ResultConversionError, Tool, schema_errors
+from .approvals import (ApprovalLedger, approval_request, check_edits, check_responses,
+                        rejection_text, resume_decision)
+from .errors import ApprovalError, LoopStateError, ProviderError
+from .policy import GateVerdict, gate_verdict, layers_in_order, object_or_none
+from .tools import FunctionTool, ResultConversionError, Tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
                     FinishReason, MessageRole, ToolApprovalResponse, ToolCall, ToolResult,
                     Usage)
 
-DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
 MAX_CONSECUTIVE_FAILED_ROUNDS = 3  # SPEC R13
 UNCONVERTED = "the tool ran; its result could not be converted: "  # SPEC R16
 
@@ -193,17 +193,6 @@ class PendingTurn(NamedTuple):
     answered: set
 
 
-class GateVerdict(NamedTuple):
-    """What the gate decided for one call: ``action`` is ``run``, ``ask`` or ``deny``;
-    ``why`` why it asks or runs unasked (str or ``None``); ``rule`` and ``layer`` the
-    policy rule that decided, if one did (SPEC R18, R19)."""
-
-    action: str
-    why: str | None = None
-    rule: str | None = None
-    layer: str | None = None
-
-
 class Outcome(NamedTuple):
     """What a call produced: ``text`` sent to the model, and whether it ``failed``
     (an ``Error: …`` result, counted by SPEC R13)."""
@@ -240,14 +229,6 @@ def pending_calls(messages: Sequence[ChatMessage]) -> PendingTurn:
 def interrupted_text(tool: str) -> str:
     """The result of a call that started and never finished (SPEC R16)."""
     return f"Error: interrupted: {tool} may have partly run and was not run again"
-
-
-def rejection_text(reason: str | None) -> str:
-    """``Rejected: <reason>``, the reason exactly as given; a missing or blank
-    (whitespace-only) reason is ``User denied`` (SPEC R7)."""
-    if reason is None or not reason.strip():
-        reason = DEFAULT_REJECTION_REASON
-    return f"Rejected: {reason}"
 
 
 @dataclass
@@ -417,7 +398,7 @@ class FunctionInvokingChatClient:
     def _start(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         yield from ()
         insert_at, pending, answered = pending_calls(run.messages)
-        run.responses = _check_responses(run.options.tool_approval_responses, pending,
+        run.responses = check_responses(run.options.tool_approval_responses, pending,
                                          answered, run.started)
         if run.approvals is not None:
             run.approvals.check(pending, run.responses)
@@ -431,7 +412,8 @@ class FunctionInvokingChatClient:
                 [c.id for c in orphans])
         if run.options.policy is not None:
             run.options.policy.check(self._by_name)
-        self._check_answers(run, pending)
+        check_edits(run.responses, pending, self._by_name, run.approvals,
+                    lambda: self._layers(run))
         run.options = run.options.with_tool_approval_responses(())
         run.later = run.messages[insert_at:] + run.unsaved
         del run.messages[insert_at:]
@@ -440,40 +422,6 @@ class FunctionInvokingChatClient:
             return LoopEvent.CALLS_PENDING
         run.messages += run.later
         return LoopEvent.NOTHING_PENDING
-
-    def _check_answers(self, run: RunState, pending: list[ToolCall]) -> None:
-        """Refuse, before anything runs, edited arguments that do not fit the tool's
-        schema or that a policy denies (R20), and grants that can never match or
-        have no session to go to (R19)."""
-        for call in pending:
-            response = run.responses.get(call.id)
-            if response is None or not response.approved:
-                continue
-            tool = self._tool(call.name)
-            if response.grants:
-                if run.approvals is None:
-                    raise ApprovalError(f"the answer to {call.id} carries a grant, but there "
-                                        "is no session to keep it in. Nothing was executed.",
-                                        [call.id])
-                try:
-                    policies.ApprovalPolicy(allow=[g.rule for g in response.grants]).check(
-                        self._by_name)
-                except PolicyError as exc:
-                    raise ApprovalError(f"the grant with the answer to {call.id} cannot be "
-                                        f"used: {exc}. Nothing was executed.",
-                                        [call.id]) from None
-            if response.arguments is None:
-                continue
-            problems = schema_errors(tool.parameters, response.arguments)
-            if problems:
-                raise ApprovalError(
-                    f"the edited arguments for {call.id} ({call.name}) do not fit the tool: "
-                    f"{'; '.join(problems)}. Nothing was executed.", [call.id])
-            verdict, _ = policies.decide(self._layers(run), tool, response.arguments)
-            if verdict is not None and verdict.effect == "deny":
-                raise ApprovalError(
-                    f"the edited arguments for {call.id} ({call.name}) are denied by policy "
-                    f"({verdict.rule}, {verdict.layer}). Nothing was executed.", [call.id])
 
     def _layers(self, run: RunState) -> list:
         return layers_in_order(run.options.policy, run.approvals, self.policies, self.clock())
@@ -484,31 +432,9 @@ class FunctionInvokingChatClient:
                 tool = self._tool(call.name)
                 return None if tool is not None and tool.idempotent else \
                     interrupted_text(call.name)
-            decision = decide(call)
+            decision = resume_decision(run.approvals, call,
+                                       run.responses.get(call.id), self.clock())
             return None if decision.may_run else rejection_text(decision.reason)
-
-        def decide(call: ToolCall) -> Decision:
-            response = run.responses.get(call.id)
-            ledger, now = run.approvals, self.clock()
-            if ledger is None:
-                return Decision(response is not None and response.approved,
-                                response.reason if response else None)
-            denial = ledger.take_denial(call)
-            if denial is not None:
-                return Decision(False, f"denied by policy ({denial.rule})")
-            if not ledger.awaits(call.id):  # a sibling that needed no approval (R5)
-                return Decision(response is not None and response.approved,
-                                response.reason if response else None)
-            edited = None
-            if response is not None and response.arguments is not None:
-                edited = canonical_json(response.arguments)
-            decision = ledger.decide(call, response, now,
-                                     edited and arguments_digest(edited))
-            if decision.may_run and edited is not None:
-                call.arguments = edited  # R20: the stored call shows what really ran
-            for grant in response.grants if decision.may_run else ():
-                ledger.grant(grant.rule, now, grant.ttl, response.approver, call.id)
-            return decision
 
         failed = yield from self._answer(run, run.pending, answer_without_running)
         run.messages += run.later  # R6: the input goes after the results
@@ -551,7 +477,7 @@ class FunctionInvokingChatClient:
         for call in run.turn.tool_calls:
             tool = self._tool(call.name)
             if tool is not None:  # an unknown tool is answered as such, never run (R14)
-                run.verdicts[call.id] = gate_verdict(tool, _object_or_none(call.arguments),
+                run.verdicts[call.id] = gate_verdict(tool, object_or_none(call.arguments),
                                                      layers)
         asked = [call for call in run.turn.tool_calls
                  if run.verdicts.get(call.id, GateVerdict("run")).action == "ask"]
@@ -664,119 +590,6 @@ def _text(exc: BaseException) -> str:
         return str(exc)
     except Exception:
         return f"<{type(exc).__name__} whose message could not be read>"
-
-
-def _check_responses(responses, pending: list[ToolCall], answered: set[str],
-                     started: Collection[str] = ()) -> dict:
-    """Map call_id → response, refusing any response that matches no pending call
-    (unknown, already answered, given twice, or started by a run that never finished,
-    R16) with ``ApprovalError`` (R11), and a pending turn in which two calls share an
-    id (R17)."""
-    ids = [call.id for call in pending]
-    shared = sorted({i for i in ids if ids.count(i) > 1})
-    if shared:
-        raise ApprovalError(
-            f"the paused turn has two or more calls with the id(s) {', '.join(shared)}; one "
-            "answer cannot tell them apart, so none of them can run. Nothing was executed; "
-            "fix the history or start a new session.", shared)
-    pending_ids = set(ids)
-    by_id: dict = {}
-    unknown, already, twice, begun = [], [], [], []
-    for response in responses:
-        if response.call_id in by_id:
-            twice.append(response.call_id)
-        elif response.call_id in answered:
-            already.append(response.call_id)
-        elif response.call_id in pending_ids and response.call_id in started:
-            begun.append(response.call_id)
-        elif response.call_id not in pending_ids:
-            unknown.append(response.call_id)
-        else:
-            by_id[response.call_id] = response
-    problems = []
-    if unknown:
-        problems.append(f"no pending call has the id(s) {', '.join(unknown)}")
-    if already:
-        problems.append(f"call(s) {', '.join(already)} already have a result (they ran or "
-                        "were answered before)")
-    if twice:
-        problems.append(f"call(s) {', '.join(twice)} were answered more than once")
-    if begun:
-        problems.append(f"call(s) {', '.join(begun)} already started in an earlier run that "
-                        "never finished (R16): they are not run again; run with no responses, "
-                        "run([], session), to answer them 'interrupted' and go on")
-    if problems:
-        waiting = sorted(pending_ids - set(started))
-        if waiting:
-            hint = f"pending calls: {', '.join(waiting)}"
-        elif already or begun:
-            hint = ("nothing waits for approval any more; to go on after a failed model "
-                    "call, run again with no responses: run([], session)")
-        else:
-            hint = ("the session has no pending call; resume with the same AgentSession "
-                    "the run paused in")
-        raise ApprovalError(f"approval responses do not fit the paused run: "
-                            f"{'; '.join(problems)} ({hint}). Nothing was executed.",
-                            unknown + already + twice + begun)
-    return by_id
-
-
-def layers_in_order(run_policy, ledger: ApprovalLedger | None, configured: list,
-                    now: float) -> list:
-    """The policy layers in their fixed order (SPEC R19): the run's own policy (or
-    ``None``), the session's grants that hold at ``now`` (from ``ledger``, as a layer
-    named ``session``), then the ``configured`` ones (project, user …)."""
-    layers = [] if run_policy is None else [run_policy]
-    grants = ledger.active_grants(now) if ledger is not None else []
-    if grants:
-        layers.append(policies.ApprovalPolicy(allow=[g.rule for g in grants], name="session"))
-    return layers + list(configured)
-
-
-def gate_verdict(tool: Tool, arguments, layers) -> GateVerdict:
-    """The gate's decision on one call (SPEC R18, R19): the policy's rules, else the
-    tool's own answer, asked once and failing closed.
-
-    Args:
-        tool: the ``Tool`` called.
-        arguments: the parsed arguments (dict), or ``None`` when the model's text is
-            not a JSON object.
-        layers: the ``ApprovalPolicy`` layers, first first.
-
-    Returns:
-        A ``GateVerdict``.
-    """
-    decided, note = policies.decide(layers, tool, arguments)
-    if decided is not None:
-        action = {"allow": "run", "deny": "deny", "ask": "ask"}[decided.effect]
-        why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
-        return GateVerdict(action, why, decided.rule, decided.layer)
-    if not tool.requires_approval():
-        return GateVerdict("run")
-    note = f"; {note}" if note else ""
-    if arguments is None:
-        return GateVerdict("ask", "its arguments are not a JSON object, so it asks" + note)
-    try:
-        answer = tool.needs_approval(arguments)
-    except Exception as exc:  # fail closed (R18)
-        return GateVerdict("ask", f"the approval check failed ({type(exc).__name__}: "
-                              f"{exc}), so it asks{note}")
-    if not answer:
-        return GateVerdict("run", "its approval check let it run without asking")
-    if isinstance(answer, str) and answer.strip():
-        return GateVerdict("ask", answer.strip() + note)
-    if getattr(tool, "when", None) is not None:
-        return GateVerdict("ask", "its approval check asked" + note)
-    return GateVerdict("ask", f"{tool.name} always asks" + note)
-
-
-def _object_or_none(text: str):
-    """The arguments parsed as a JSON object (dict), or ``None``."""
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _without_tools(options: AgentRunOptions) -> AgentRunOptions:

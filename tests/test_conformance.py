@@ -100,7 +100,7 @@ def rejection_without_reason(monkeypatch):
 @contextlib.contextmanager
 def siblings_executed(monkeypatch):
     """Every pending call without a response is executed on resume (breaks R5)."""
-    original = loop._check_responses
+    original = loop.check_responses
 
     def approve_the_rest(responses, pending, answered, started=()):
         by_id = original(responses, pending, answered, started)
@@ -108,7 +108,7 @@ def siblings_executed(monkeypatch):
             by_id.setdefault(call.id, ToolApprovalResponse(call.id, True))
         return by_id
 
-    monkeypatch.setattr(loop, "_check_responses", approve_the_rest)
+    monkeypatch.setattr(loop, "check_responses", approve_the_rest)
     yield
 
 
