@@ -167,6 +167,43 @@ class ApprovalLedger:
         self.denied = [d for d in self.denied if d.call_id != call.id] + [
             Denial(call.id, call.name, arguments_digest(call.arguments), rule, layer)]
 
+    def audit_verdicts(self, calls: list[ToolCall], verdicts: dict, pausing: bool,
+                       now: float) -> None:
+        """Audit the gate's automatic decisions on one turn (SPEC R18, R19): every
+        policy rule's, and a risky tool its own check let run, unless the turn pauses
+        (then it does not run, R5). An ask by the tool's own answer is not audited
+        here: it is recorded with the pending approval (``issue``).
+
+        Args:
+            calls: the turn's ``ToolCall`` list, in call order.
+            verdicts: call id (str) → ``agentflow.policy.GateVerdict``; a call without
+                one (an unknown tool) is skipped.
+            pausing: whether any call of the turn asks, so the turn pauses.
+            now: the time of the decision (POSIX seconds).
+        """
+        for call in calls:
+            verdict = verdicts.get(call.id)
+            if verdict is None or (verdict.action == "run" and pausing):
+                continue
+            if verdict.rule is not None or verdict.action == "run" and verdict.why:
+                outcome = {"run": "allowed", "deny": "denied", "ask": "asked"}[
+                    verdict.action]
+                self.automatic(call, outcome, now, verdict.why, verdict.rule,
+                               verdict.layer)
+
+    def hold_denials(self, calls: list[ToolCall], verdicts: dict) -> None:
+        """Remember each call of a pausing turn that a policy denied, so the resume
+        answers it ``Rejected: denied by policy (<rule>)`` without deciding again.
+
+        Args:
+            calls: the turn's ``ToolCall`` list.
+            verdicts: call id (str) → ``agentflow.policy.GateVerdict``.
+        """
+        for call in calls:
+            verdict = verdicts.get(call.id)
+            if verdict is not None and verdict.action == "deny":
+                self.hold_denial(call, verdict.rule, verdict.layer)
+
     def take_denial(self, call: ToolCall) -> Denial | None:
         """The held denial of ``call`` (removed from the ledger), or ``None``."""
         for denial in self.denied:

@@ -482,18 +482,7 @@ class FunctionInvokingChatClient:
         asked = [call for call in run.turn.tool_calls
                  if run.verdicts.get(call.id, GateVerdict("run")).action == "ask"]
         if ledger is not None:
-            # Automatic decisions are audited: every rule's, and a risky tool let run by
-            # its own check (unless the turn pauses: then it does not run, R5). An ask
-            # by the tool's own answer is recorded with the pending approval.
-            for call in run.turn.tool_calls:
-                verdict = run.verdicts.get(call.id)
-                if verdict is None or (verdict.action == "run" and asked):
-                    continue
-                if verdict.rule is not None or verdict.action == "run" and verdict.why:
-                    outcome = {"run": "allowed", "deny": "denied", "ask": "asked"}[
-                        verdict.action]
-                    ledger.automatic(call, outcome, now, verdict.why, verdict.rule,
-                                     verdict.layer)
+            ledger.audit_verdicts(run.turn.tool_calls, run.verdicts, bool(asked), now)
         if not asked:
             return LoopEvent.NO_APPROVAL_NEEDED
         for call in asked:  # R3: nothing of this turn runs
@@ -504,10 +493,7 @@ class FunctionInvokingChatClient:
                                       verdict.rule, verdict.layer)
             yield approval_request(call, self._tool(call.name).description, record)
         if ledger is not None:
-            for call in run.turn.tool_calls:
-                verdict = run.verdicts.get(call.id)
-                if verdict is not None and verdict.action == "deny":
-                    ledger.hold_denial(call, verdict.rule, verdict.layer)
+            ledger.hold_denials(run.turn.tool_calls, run.verdicts)
         run.finish_reason = FinishReason.AWAITING_APPROVAL
         return LoopEvent.APPROVAL_NEEDED
 
