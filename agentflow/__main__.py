@@ -16,6 +16,15 @@ import sys
 
 
 def main(argv=None) -> int:
+    """The ``agentflow`` command line.
+
+    Args:
+        argv: the arguments (list of str) after the program name; default
+            ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status.
+    """
     parser = argparse.ArgumentParser(prog="agentflow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)

@@ -111,21 +111,30 @@ class ChatClientAgent:
     def run(self, messages: str | ChatMessage | Iterable[ChatMessage] = (),
             session: AgentSession | None = None,
             options: AgentRunOptions | None = None) -> Iterator[AgentResponseUpdate]:
-        """Run one turn of the conversation; a generator of updates.
+        """Run one turn of the conversation; a generator of updates (SPEC R1–R10).
 
-        ``messages``: the new input, a str (one user message), a ``ChatMessage``, an
-        OpenAI message dict, or a list of those; empty when resuming. ``session``: the ``AgentSession`` to
-        read and extend (a throwaway one when ``None``). ``options``: this run's
-        ``AgentRunOptions``, e.g. ``options.with_tool_approval_responses([...])``.
+        Args:
+            messages: the new input: a str (one user message), a ``ChatMessage``, an
+                OpenAI message dict, or a list of those; empty when resuming.
+            session: the ``AgentSession`` to read and extend (a throwaway one when
+                ``None``).
+            options: this run's ``AgentRunOptions``, e.g.
+                ``options.with_tool_approval_responses([...])`` to resume (R4).
 
-        The last update is a ``Finish``; ``AWAITING_APPROVAL`` means: show the
-        ``ToolApprovalRequest`` updates to a human, then call ``run`` again with
-        the responses. Raises ``TypeError`` at once for arguments of the wrong
-        type; while iterating, ``ApprovalError`` (session unchanged) and
-        ``ProviderError``; after an error the session holds every completed step
-        and nothing of the failed one (R10). A session opened from a store is saved
-        after every step; ``SessionConflictError`` means another worker wrote it
-        first, and nothing more ran (R16, R22).
+        Yields:
+            AgentResponseUpdate: text, reasoning, tool-call and ``ToolResult`` updates
+            as they come; the last is one ``Finish`` (R9). ``AWAITING_APPROVAL``
+            means: show the ``ToolApprovalRequest`` updates to a human, then call
+            ``run`` again with the responses.
+
+        Raises:
+            TypeError: at once, for arguments of the wrong type.
+            ApprovalError: while iterating, before anything runs; the session is
+                unchanged (R11, R17, R20).
+            ProviderError: while iterating; the session holds every completed step
+                and nothing of the failed one (R10).
+            SessionConflictError: a session opened from a store was written by
+                another worker first; nothing more ran (R16, R22).
         """
         new_input = _as_messages(messages)
         if session is not None and not isinstance(session, AgentSession):

@@ -93,15 +93,23 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
                   output_cap: int = 16_000, read_cap: int = 64_000,
                   list_cap: int = 500, workspace=None,
                   secret_files=SECRET_FILES) -> list[Tool]:
-    """The built-in tools named in ``names`` (an iterable of ``BUILTIN_NAMES``).
+    """The built-in tools.
 
-    ``command_timeout``: seconds a command may run before it is killed.
-    ``output_cap``: bytes of a command's output sent to the model.
-    ``read_cap``: bytes of a file ``read_file`` returns. ``list_cap``: entries
-    ``list_dir`` returns. ``workspace``: the folder the tools work in (default: the
-    current folder). ``secret_files``: ``(pattern, kind)`` pairs of files that always
-    ask (``agentflow.workspace.SECRET_FILES``). Raises ``ValueError`` for an unknown
-    name.
+    Args:
+        names: an iterable of names from ``BUILTIN_NAMES``.
+        command_timeout: seconds a command may run before it is killed.
+        output_cap: bytes of a command's output sent to the model.
+        read_cap: bytes of a file ``read_file`` returns.
+        list_cap: entries ``list_dir`` returns.
+        workspace: the folder the tools work in (default: the current folder).
+        secret_files: ``(pattern, kind)`` pairs of files that always ask
+            (``agentflow.workspace.SECRET_FILES``).
+
+    Returns:
+        list[Tool]: in the order of ``names``.
+
+    Raises:
+        ValueError: an unknown name.
     """
     space = Workspace(workspace, secret_files)
     root = space.root

@@ -87,7 +87,14 @@ class Profile:
         return [self.message(message) for message in messages]
 
     def message(self, message: ChatMessage) -> dict:
-        """One stored ``ChatMessage`` as this provider is sent it (a new dict)."""
+        """One stored message as this provider is sent it (SPEC R21).
+
+        Args:
+            message: the stored ``ChatMessage`` (not changed).
+
+        Returns:
+            dict: a new OpenAI message dict with the keys this provider gets.
+        """
         stored = message.to_openai()
         data = {key: value for key, value in stored.items()
                 if key in _MESSAGE_KEYS or (key in message.extra and self.sends(key))}
@@ -99,7 +106,14 @@ class Profile:
         return data
 
     def sends(self, key: str) -> bool:
-        """Whether an unknown ``key`` (str) of a stored message or call is sent."""
+        """Whether an unknown key of a stored message or call is sent (SPEC R21).
+
+        Args:
+            key: the key (str), e.g. ``extra_content``.
+
+        Returns:
+            bool: sent when the profile sends unknown keys and no other profile owns it.
+        """
         if not self.send_unknown:
             return False
         return key in self.owns or not any(
@@ -174,7 +188,14 @@ class Gemini(Profile):
 
 
 def thought_signature(call: dict) -> str | None:
-    """The Gemini thought signature (str) on a tool call's dict form, or ``None``."""
+    """The Gemini thought signature on a tool call (SPEC R21).
+
+    Args:
+        call: the call's OpenAI dict form.
+
+    Returns:
+        str | None: ``extra_content.google.thought_signature``, or ``None``.
+    """
     content = call.get("extra_content")
     google = content.get("google") if isinstance(content, dict) else None
     signature = google.get("thought_signature") if isinstance(google, dict) else None

@@ -74,22 +74,40 @@ class CommandLine:
     opaque: str | None = None
 
     def every_command(self):
-        """Yields every ``Command`` of the line and of its nested lines."""
+        """Walk the line and its nested lines (substitutions).
+
+        Yields:
+            Command: each command, this line's first.
+        """
         yield from self.commands
         for line in self.nested:
             yield from line.every_command()
 
 
 def quote(word: str) -> str:
-    """``word`` as it appears in a canonical command: bare when it is safe, else in
-    POSIX single quotes. ``*`` stays bare, so a rule's wildcard lines up with it."""
+    """A word as it appears in a canonical command.
+
+    Args:
+        word: the word (str).
+
+    Returns:
+        str: bare when it is safe, else in POSIX single quotes. ``*`` stays bare, so a
+        rule's wildcard lines up with it.
+    """
     return word if _SAFE_WORD.fullmatch(word) else shlex.quote(word)
 
 
 def parse(line: str, _depth: int = 0) -> CommandLine:
-    """Cut ``line`` (str) into commands, see the module's docstring. Never raises: a
-    line it cannot read is returned ``opaque`` with one command holding the whole
-    text (whitespace collapsed), so a deny rule can still match it."""
+    """Cut a command line into commands, see the module's docstring. Never raises.
+
+    Args:
+        line: the command line (str).
+
+    Returns:
+        CommandLine: the commands; a line it cannot read is returned ``opaque`` with
+        one command holding the whole text (whitespace collapsed), so a deny rule can
+        still match it (SPEC R19).
+    """
     result = CommandLine()
     try:
         tokens = _Scanner(line, result, _depth).tokens()
