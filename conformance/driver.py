@@ -99,7 +99,8 @@ class CaseDriver:
             policy=ApprovalPolicy.from_dict(policy) if policy else None)
         self.agent.chat_client.on_transition = self.on_transition
         self.session = AgentSession()
-        return {"type": "ready", "implementation": f"agentflow {agentflow.__version__}"}
+        return {"type": "ready", "implementation": f"agentflow {agentflow.__version__}",
+                "suites": ["core", "agentflow"], "derives": [], "cannot": {}}
 
     def run(self, message: dict, emit) -> dict:
         """Run one turn from a ``run`` message, calling ``emit(update_json)`` per update.

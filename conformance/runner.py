@@ -6,6 +6,7 @@ is one reading of them, and must not know more than that page says.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import queue
 import shlex
@@ -17,14 +18,31 @@ from dataclasses import dataclass
 from agentflow.replay import ReplayServer
 
 from .loader import CASES, PROFILE_CASES, case_replies, load_cases
+from .report import report
 
 
 @dataclass
 class Outcome:
+    """One case's result. ``status`` is ``pass``, ``fail`` or ``skip`` (README,
+    "Outcomes"); ``detail`` says why it failed or was skipped; ``derived`` lists the
+    differences found only in fields the adapter declared it derives."""
     case_id: str
     title: str
-    passed: bool
+    status: str
     detail: str = ""
+    suite: str = "core"
+    rules: tuple = ()
+    derived: tuple = ()
+    implementation: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
+# What an adapter may derive when its implementation has no such event (README,
+# "Derived fields"), and the update fields each one covers.
+DERIVABLE = ("tool_call_end", "finish", "index", "result_name")
 
 
 class Mismatch(Exception):
@@ -43,8 +61,16 @@ def _arguments(text):
     return text
 
 
+def _content(content):
+    """A list of text parts means the same as their texts joined (OpenAI's two forms)."""
+    if isinstance(content, list) and all(isinstance(p, dict) and p.get("type") == "text"
+                                         for p in content):
+        return "".join(p.get("text", "") for p in content)
+    return content
+
+
 def normalise_message(message: dict) -> dict:
-    out = {"role": message.get("role"), "content": message.get("content")}
+    out = {"role": message.get("role"), "content": _content(message.get("content"))}
     if out["content"] == "" and out["role"] == "assistant":
         out["content"] = None
     calls = message.get("tool_calls") or []
@@ -74,7 +100,9 @@ def normalise_updates(updates: list[dict]) -> list[dict]:
             out[-1] = {**out[-1], "text": out[-1]["text"] + update["text"]}
             continue
         if kind == "tool_call_end":
-            update = {**update, "arguments": _arguments(arguments.get(update["call_id"], ""))}
+            if update["call_id"] in arguments or "arguments" not in update:
+                update = {**update,
+                          "arguments": _arguments(arguments.get(update["call_id"], ""))}
         out.append(dict(update))
     return out
 
@@ -141,15 +169,42 @@ def check_request(expected: dict, request, model: str = "conformance-model",
         names = [(t.get("function") or {}).get("name") for t in body.get("tools") or []]
         if names != expected["tools"]:
             return f"tools: expected {json.dumps(expected['tools'])}, got {json.dumps(names)}"
-    if "tool_choice" in expected and body.get("tool_choice") != expected["tool_choice"]:
-        return (f"tool_choice: expected {_shown(expected['tool_choice'])}, "
-                f"got {_shown(body.get('tool_choice'))}")
+    # Compared by meaning (SPEC §8): "auto" is what an absent tool_choice means when
+    # tools are offered, and parallel_tool_calls defaults to true.
+    offered = bool(body.get("tools"))
+    choice = body.get("tool_choice")
+    if "tool_choice" in expected and _choice(choice, offered) != _choice(
+            expected["tool_choice"], offered):
+        return f"tool_choice: expected {_shown(expected['tool_choice'])}, got {_shown(choice)}"
+    parallel = body.get("parallel_tool_calls", True)
+    if "parallel_tool_calls" in expected and expected["parallel_tool_calls"] != parallel:
+        return (f"parallel_tool_calls: expected {_shown(expected.get('parallel_tool_calls', True))}"
+                f", got {_shown(parallel)}")
     return None
 
 
-def check_turn(expect: dict, end: dict, updates: list[dict], exact: bool = False) -> str | None:
-    """The first difference between a turn's expectations and what happened.
-    ``exact``: compare the history as stored, provider keys included (profile cases)."""
+def _choice(value, offered: bool):
+    return None if value == "auto" and offered else value
+
+
+def primary_view(updates: list[dict], derives) -> list[dict]:
+    """The updates without what the adapter derives (README, "Derived fields"): no
+    ``tool_call_end`` updates, no ``index``, no ``name`` of a result, no ``usage`` of the
+    ``finish`` (its ``finish_reason`` is always checked)."""
+    out = []
+    for update in updates:
+        kind = update.get("type")
+        if kind == "tool_call_end" and "tool_call_end" in derives:
+            continue
+        drop = {"tool_call_start": ("index",) if "index" in derives else (),
+                "tool_result": ("name",) if "result_name" in derives else (),
+                "finish": ("usage",) if "finish" in derives else ()}.get(kind, ())
+        out.append({k: v for k, v in update.items() if k not in drop})
+    return out
+
+
+def check_error(expect: dict, end: dict) -> str | None:
+    """The difference in the turn's error kind and message, if any."""
     error = end.get("error")
     wanted_error = expect.get("error")
     if wanted_error != (error or {}).get("kind"):
@@ -159,22 +214,42 @@ def check_turn(expect: dict, end: dict, updates: list[dict], exact: bool = False
         if text not in (error or {}).get("message", ""):
             return (f"error.message: expected it to mention {json.dumps(text)}, got "
                     f"{json.dumps((error or {}).get('message'))[:200]}")
+    return None
+
+
+def check_turn(expect: dict, end: dict, updates: list[dict], exact: bool = False,
+               derives=()) -> tuple[list[str], list[str]]:
+    """The differences between a turn's expectations and what happened: the first one
+    in each of the error, the updates, the history and the executions, and apart from
+    them the differences found only in derived fields (``derives``, README "Derived
+    fields"). ``exact``: compare the history as stored, provider keys included
+    (profile cases). Returns ``(differences, derived_differences)``."""
+    problems, derived = [], []
+    found = check_error(expect, end)
+    if found:
+        problems.append(found)
     if "updates" in expect:
-        found = _first_difference(expect["updates"], normalise_updates(updates), "updates")
+        actual = normalise_updates(updates)
+        found = _first_difference(primary_view(expect["updates"], derives),
+                                  primary_view(actual, derives), "updates")
         if found:
-            return found
+            problems.append(found)
+        elif derives:
+            found = _first_difference(expect["updates"], actual, "updates")
+            if found:
+                derived.append(found)
     if "history" in expect:
         shown = (lambda m: m) if exact else normalise_message
         found = _first_difference([shown(m) for m in expect["history"]],
                                   [shown(m) for m in end.get("history", [])], "history")
         if found:
-            return found
+            problems.append(found)
     if "executions" in expect:
         found = _first_difference(expect["executions"], end.get("executions", []),
                                   "executions")
         if found:
-            return found
-    return None
+            problems.append(found)
+    return problems, derived
 
 
 # -- drivers -------------------------------------------------------------------------------
@@ -246,7 +321,7 @@ class Adapter:
             answer = self._receive()
             if answer.get("type") == "update":
                 updates.append(answer["update"])
-            elif answer.get("type") == "end":
+            elif answer.get("type") in ("end", "skip"):
                 return answer, updates
             else:
                 raise Mismatch(f"unexpected adapter message {json.dumps(answer)[:200]}")
@@ -264,7 +339,14 @@ class Adapter:
 
 def run_case(case: dict, driver) -> Outcome:
     """Run one case through ``driver`` (``InProcess`` or ``Adapter``), starting with
-    its ``setup``; the outcome names the first difference."""
+    its ``setup``. The outcome is ``skip`` when the adapter's ``ready`` does not declare
+    the case's suite, declares it ``cannot`` do a feature the case ``needs``, or
+    answers a run with ``skip``; otherwise ``fail`` at the first turn with a difference
+    (the refused request or the error first, then the rest of that turn's differences),
+    or ``pass`` (README, "Outcomes")."""
+    suite = case.get("suite", "core")
+    outcome = dict(case_id=case["id"], title=case["title"], suite=suite,
+                   rules=tuple(case.get("rules", ())))
     calls, where = [], []
     for turn_number, turn in enumerate(case["turns"], 1):
         for call_number, call in enumerate(turn.get("model_calls", []), 1):
@@ -295,26 +377,52 @@ def run_case(case: dict, driver) -> Outcome:
         ready = driver.setup(setup)
         if ready.get("type") != "ready":
             raise Mismatch(f"setup: expected a 'ready' answer, got {json.dumps(ready)[:200]}")
-        served = 0
+        outcome["implementation"] = ready.get("implementation", "")
+        skip = _declared_skip(case, suite, ready)
+        if skip:
+            return Outcome(status="skip", detail=skip, **outcome)
+        derives = [d for d in ready.get("derives", []) if d in DERIVABLE]
+        served, derived = 0, []
         for number, turn in enumerate(case["turns"], 1):
             end, updates = driver.run({"type": "run", "input": turn.get("input", []),
                                        "approvals": turn.get("approvals", []),
                                        "options": turn.get("options", {}),
                                        "reload_session": bool(turn.get("reload_session"))})
+            if end.get("type") == "skip":
+                return Outcome(status="skip", detail=f"turn {number}: the adapter skipped it: "
+                               f"{end.get('reason') or 'no reason given'}", **outcome)
             served += len(turn.get("model_calls", []))
-            if server.mismatches:
-                raise Mismatch(server.mismatches[0])
+            # The first real error of the turn first, then its consequences.
+            problems = server.mismatches[:1]
+            error = check_error(turn["expect"], end)
+            if error and error not in problems:
+                problems.append(error)
             if len(server.requests) != served:
-                raise Mismatch(f"turn {number}: the implementation made "
-                               f"{len(server.requests)} model call(s) so far, expected {served}")
-            problem = check_turn(turn["expect"], end, updates, exact="profile" in case)
-            if problem:
-                raise Mismatch(f"turn {number}: {problem}")
-        return Outcome(case["id"], case["title"], True)
+                problems.append(f"the implementation made {len(server.requests)} model "
+                                f"call(s) so far, expected {served}")
+            rest, found = check_turn(turn["expect"], end, updates, exact="profile" in case,
+                                     derives=derives)
+            problems += [p for p in rest if p != error]
+            derived += [f"turn {number}: {d}" for d in found]
+            if problems:
+                raise Mismatch(f"turn {number}: " + "\n  also: ".join(problems))
+        return Outcome(status="pass", derived=tuple(derived), **outcome)
     except Mismatch as exc:
-        return Outcome(case["id"], case["title"], False, str(exc))
+        return Outcome(status="fail", detail=str(exc), **outcome)
     finally:
         server.stop()
+
+
+def _declared_skip(case: dict, suite: str, ready: dict) -> str | None:
+    """Why the adapter's ``ready`` declaration rules the case out, or ``None``."""
+    suites = ready.get("suites", ["core"])
+    if suite not in suites:
+        return f"suite {suite!r} not declared (the adapter declares {', '.join(suites)})"
+    cannot = ready.get("cannot") or {}
+    for need in case.get("needs", []):
+        if need in cannot:
+            return f"needs {need!r}, which the adapter declares it cannot do: {cannot[need]}"
+    return None
 
 
 def run_all(make_driver, cases: list[dict] | None = None) -> list[Outcome]:
@@ -327,25 +435,13 @@ def run_all(make_driver, cases: list[dict] | None = None) -> list[Outcome]:
         for case in cases if cases is not None else load_cases():
             driver = driver or make_driver()
             outcomes.append(run_case(case, driver))
-            if not outcomes[-1].passed:
+            if outcomes[-1].status == "fail":
                 driver.close()
                 driver = None
     finally:
         if driver is not None:
             driver.close()
     return outcomes
-
-
-def report(outcomes: list[Outcome], out=None) -> None:
-    out = out or sys.stdout
-    width = max((len(o.case_id) for o in outcomes), default=4)
-    for outcome in outcomes:
-        status = "pass" if outcome.passed else "FAIL"
-        out.write(f"{status}  {outcome.case_id:<{width}}  {outcome.title}\n")
-        if not outcome.passed:
-            out.write(f"      {outcome.detail}\n")
-    passed = sum(o.passed for o in outcomes)
-    out.write(f"{passed} passed, {len(outcomes) - passed} failed\n")
 
 
 def main(argv=None) -> int:
@@ -360,6 +456,8 @@ def main(argv=None) -> int:
                         help="run only this case (repeatable)")
     parser.add_argument("--profiles", action="store_true",
                         help="run the provider-profile cases of conformance/profiles instead")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write every outcome to PATH as JSON (for PEERS.md)")
     args = parser.parse_args(argv)
     cases = load_cases(PROFILE_CASES if args.profiles else CASES)
     if args.case:
@@ -367,4 +465,7 @@ def main(argv=None) -> int:
     make_driver = (lambda: Adapter(args.adapter)) if args.adapter else InProcess
     outcomes = run_all(make_driver, cases)
     report(outcomes)
-    return 0 if all(o.passed for o in outcomes) else 1
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump([dataclasses.asdict(o) for o in outcomes], handle, indent=1)
+    return 1 if any(o.status == "fail" for o in outcomes) else 0

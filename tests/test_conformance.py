@@ -86,7 +86,7 @@ def test_the_runner_prints_a_table_and_the_closing_line(capsys):
     assert main(["--case", "001-approve", "--case", "007-mixed-batch-sibling"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("pass  001-approve")
-    assert lines[-1] == "2 passed, 0 failed"
+    assert lines[-1] == "2 passed, 0 failed, 0 skipped"
 
 
 # -- broken variants: each must be caught by at least one case -----------------------------
@@ -178,3 +178,90 @@ def test_each_broken_variant_is_caught(monkeypatch, sabotage, caught_by):
     with sabotage(monkeypatch):
         outcomes = run_all(InProcess, [by_id[case_id] for case_id in caught_by])
     assert [o.case_id for o in outcomes if o.passed] == [], f"{sabotage.__name__} slipped through"
+
+
+# -- neutrality (SPEC §8): declarations, derived fields, meaning-equal requests -------------
+
+class Declaring(InProcess):
+    """agentflow behind a ``ready`` that declares less than it supports."""
+    ready: dict = {}
+
+    def setup(self, message):
+        return {**super().setup(message), **self.ready}
+
+
+def test_a_case_outside_the_declared_suites_or_features_is_skipped_and_says_why(capsys):
+    from conformance.report import report
+
+    class CoreOnly(Declaring):
+        ready = {"suites": ["core"], "cannot": {"approvals_by_id": "answers are a map"}}
+    by_id = {case["id"]: case for case in CASES}
+    outcomes = run_all(CoreOnly, [by_id[i] for i in ("001-approve", "009-unknown-id",
+                                                     "040-request-carries-digest")])
+    assert [o.status for o in outcomes] == ["pass", "skip", "skip"]
+    assert "cannot do: answers are a map" in outcomes[1].detail
+    assert "suite 'agentflow' not declared" in outcomes[2].detail
+    report(outcomes)
+    out = capsys.readouterr().out
+    assert "skip  009-unknown-id" in out and "suite agentflow: 0 passed, 0 failed, 1 skipped" in out
+    assert out.splitlines()[-1] == "1 passed, 0 failed, 2 skipped"
+
+
+def test_checks_on_declared_derived_fields_are_reported_apart():
+    """An implementation without tool_call_end events or index passes when it declares
+    them derived; the differences are listed apart. Undeclared, the same case fails."""
+    class NoEndEvents(Declaring):
+        ready = {"derives": ["tool_call_end", "index"]}
+
+        def run(self, message):
+            end, updates = super().run(message)
+            return end, [{k: v for k, v in u.items() if k != "index"} for u in updates
+                         if u["type"] not in ("tool_call_end", "tool_call_args")]
+    case = next(case for case in CASES if case["id"] == "001-approve")
+    [declared] = run_all(NoEndEvents, [case])
+    assert declared.passed and "tool_call_end" in declared.derived[0]
+    NoEndEvents.ready = {}
+    [undeclared] = run_all(NoEndEvents, [case])
+    assert undeclared.status == "fail"
+
+
+def test_a_turn_that_failed_reports_its_error_before_the_call_count():
+    class Fails(InProcess):
+        def run(self, message):
+            return {"type": "end", "error": {"kind": "ProviderError", "message": "boom"},
+                    "history": [], "executions": []}, []
+    [outcome] = run_all(Fails, CASES[:1])
+    assert outcome.detail.startswith("turn 1: error: expected no error, got ProviderError: boom")
+    assert "also: the implementation made 0 model call(s) so far, expected 1" in outcome.detail
+
+
+@pytest.mark.parametrize("sent, expected, same", [
+    ({"tool_choice": "auto"}, {}, True),
+    ({}, {"tool_choice": None}, True),
+    ({"tool_choice": "auto"}, {"tool_choice": "none"}, False),
+    ({}, {"parallel_tool_calls": True}, True),
+    ({"parallel_tool_calls": False}, {"parallel_tool_calls": True}, False),
+])
+def test_request_fields_compare_by_meaning(sent, expected, same):
+    from types import SimpleNamespace
+    from conformance.runner import API_KEY, check_request
+    body = {"model": "conformance-model", "stream": True, "tools": [
+        {"type": "function", "function": {"name": "echo"}}], **sent,
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+    request = SimpleNamespace(path="/v1/chat/completions", json=body,
+                              headers={"authorization": f"Bearer {API_KEY}"})
+    problem = check_request({"messages": [{"role": "user", "content": "hi"}],
+                             "tools": ["echo"], **expected}, request)
+    assert (problem is None) == same, problem
+
+
+def test_every_chunk_of_every_body_has_the_full_envelope():
+    import json as json_
+    import re
+    for folder in ("cases", "profiles"):
+        for path in (REPO / "conformance" / folder).glob("*.sse"):
+            text = path.read_bytes().decode("utf-8").lstrip("\ufeff")
+            for line in re.split(r"\r\n|\r|\n", text):
+                if line.startswith("data:") and '"choices"' in line:
+                    chunk = json_.loads(line[5:])
+                    assert {"id", "object", "created", "model"} <= set(chunk), path.name
