@@ -34,7 +34,7 @@ def report(outcomes, out=None) -> None:
     for o in outcomes:
         out.write(f"{o.status if o.status != 'fail' else 'FAIL'}  {o.case_id:<{width}}  {o.title}\n")
         if o.detail:
-            out.write(f"      {o.detail}\n")
+            out.write("      " + o.detail.replace("\n", "\n      ") + "\n")
         for note in o.derived:
             out.write(f"      derived (declared by the adapter): {note}\n")
     if len({o.suite for o in outcomes}) > 1 or any(o.status == "skip" for o in outcomes):

@@ -400,8 +400,12 @@ def run_case(case: dict, driver) -> Outcome:
             if len(server.requests) != served:
                 problems.append(f"the implementation made {len(server.requests)} model "
                                 f"call(s) so far, expected {served}")
-            rest, found = check_turn(turn["expect"], end, updates, exact="profile" in case,
-                                     derives=derives)
+            try:
+                rest, found = check_turn(turn["expect"], end, updates,
+                                         exact="profile" in case, derives=derives)
+            except (KeyError, TypeError, AttributeError) as exc:  # not the README's shapes
+                raise Mismatch(f"turn {number}: an update or the end message is malformed "
+                               f"({type(exc).__name__}: {exc})") from None
             problems += [p for p in rest if p != error]
             derived += [f"turn {number}: {d}" for d in found]
             if problems:

@@ -265,3 +265,32 @@ def test_every_chunk_of_every_body_has_the_full_envelope():
                 if line.startswith("data:") and '"choices"' in line:
                     chunk = json_.loads(line[5:])
                     assert {"id", "object", "created", "model"} <= set(chunk), path.name
+
+
+# -- a second language: the protocol as conformance/README.md writes it --------------------
+
+NODE_ADAPTER = REPO / "conformance" / "adapters" / "node" / "adapter.js"
+NODE_PASSES = ["001-approve", "002-reject-with-reason", "004-reject-blank-reason",
+               "006-two-approvals-one-each", "007-mixed-batch-sibling", "008-missing-response",
+               "014-chained-pauses", "015-tool-loop", "016-tool-error",
+               "022-new-input-with-approvals", "029-paused-then-new-message",
+               "031-sibling-called-again", "037-echo-canonical-json", "110-shape-crlf-parallel"]
+NODE_SKIPS = ["009-unknown-id", "010-duplicate-id", "028-session-round-trip",
+              "040-request-carries-digest", "208-r20-edit-on-approve"]
+
+
+def test_the_node_adapter_speaks_the_protocol_from_the_readme():
+    """conformance/adapters/node/adapter.js, plain Node written from the README, passes
+    the core cases it implements, and the cases it declares it cannot do are skipped."""
+    import os
+    import shutil
+    node = shutil.which("node")
+    if node is None:
+        assert os.environ.get("CI") != "true", "node is needed under CI=true"
+        pytest.skip("node is not installed")
+    by_id = {case["id"]: case for case in CASES}
+    outcomes = run_all(lambda: Adapter(f"{node} {NODE_ADAPTER}"),
+                       [by_id[i] for i in NODE_PASSES + NODE_SKIPS])
+    assert {o.case_id: o.detail for o in outcomes if o.status == "fail"} == {}
+    assert [o.case_id for o in outcomes if o.status == "skip"] == NODE_SKIPS
+    assert all(o.implementation.startswith("node-minimal") for o in outcomes)
