@@ -9,7 +9,7 @@ NODE_TOOLS := .node-tools
 NODE_STAMP := $(NODE_TOOLS)/.installed
 MCP_FILESYSTEM := @modelcontextprotocol/server-filesystem@2026.8.31
 
-.PHONY: demo test test-slow conformance bench clean
+.PHONY: demo test test-slow conformance conformance-peers bench clean
 
 $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
@@ -60,5 +60,19 @@ $(BENCH_STAMP): setup.cfg pyproject.toml bench/requirements.txt
 bench: $(BENCH_STAMP)
 	cd bench && ../$(BENCH_VENV)/bin/python run.py
 
+# The peers' adapters (conformance/adapters), in their own .conformance-venv; never run
+# by make test. Writes conformance/PEERS.md.
+PEERS_VENV := .conformance-venv
+PEERS_STAMP := $(PEERS_VENV)/.installed
+
+$(PEERS_STAMP): setup.cfg pyproject.toml conformance/adapters/requirements.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/python -m pip install --quiet -e . -r conformance/adapters/requirements.txt
+	touch $(PEERS_STAMP)
+
+conformance-peers: $(PEERS_STAMP)
+	$(PEERS_VENV)/bin/python -m conformance.peers $(ARGS)
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(NODE_TOOLS) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(PEERS_VENV) $(NODE_TOOLS) *.egg-info .pytest_cache

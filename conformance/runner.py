@@ -395,6 +395,8 @@ def run_case(case: dict, driver) -> Outcome:
             # The first real error of the turn first, then its consequences.
             problems = server.mismatches[:1]
             error = check_error(turn["expect"], end)
+            if problems and (end.get("error") or {}).get("kind") == "ProviderError":
+                error = None  # the refusal's consequence, already reported as the refusal
             if error and error not in problems:
                 problems.append(error)
             if len(server.requests) != served:

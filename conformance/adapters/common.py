@@ -1,0 +1,90 @@
+"""What the peer adapters share: the JSON-lines loop of conformance/README.md
+("Adapters"), the case tools' fixed behaviours, and the error kinds by behaviour.
+
+Each peer adapter (``peer_*.py``) is run from the repository root as
+``python -m conformance.adapters.peer_NAME`` in .conformance-venv, where its framework is
+installed at the version pinned in ``requirements.txt``; agentflow is not imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import traceback
+
+
+def canonical_json(value) -> str:
+    """RFC 8785 for the values the cases use: members sorted, no whitespace, non-ASCII
+    as is (README, "BEHAVIOUR": echo)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def tool_body(spec: dict, executions: list):
+    """A function doing what the case tool ``spec`` does when executed: record the
+    execution, then return its value, echo its arguments or fail with ``type`` and
+    ``message`` (an exception whose class is named ``type``, which is what a Python
+    framework formats as ``Error: <type>: <message>`` if it follows SPEC R13)."""
+    behaviour = spec.get("behaviour") or {"kind": "return", "value": "ok"}
+
+    def body(**arguments):
+        executions.append({"tool": spec["name"], "arguments": arguments})
+        if behaviour["kind"] == "echo":
+            return canonical_json(arguments)
+        if behaviour["kind"] == "raise":
+            raise type(behaviour["type"], (Exception,), {})(behaviour["message"])
+        return behaviour["value"]
+    return body
+
+
+def error_kind(exc: BaseException) -> str:
+    """The README's kinds by behaviour: an HTTP or stream failure of the provider is a
+    ``ProviderError``; anything else keeps its class name (and so fails a case that
+    expects a kind)."""
+    seen = exc
+    while seen is not None:
+        module = type(seen).__module__ or ""
+        if module.startswith(("openai", "httpx")):
+            return "ProviderError"
+        seen = seen.__cause__ or seen.__context__
+    return type(exc).__name__
+
+
+class Peer:
+    """One framework behind the protocol: ``setup(message) -> ready`` and
+    ``async run(message, emit) -> end`` (README, "Adapters")."""
+
+    def setup(self, message: dict) -> dict:
+        raise NotImplementedError
+
+    async def run(self, message: dict, emit) -> dict:
+        raise NotImplementedError
+
+
+def serve(peer: Peer) -> int:
+    """The JSON-lines loop: one message per stdin line, answers on stdout, one event
+    loop for the whole process (the frameworks' clients are bound to it)."""
+    runner = asyncio.Runner()
+
+    def send(message: dict) -> None:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        if message["type"] == "setup":
+            send(peer.setup(message))
+        elif message["type"] == "run":
+            try:
+                send(runner.run(peer.run(message, lambda u: send(
+                    {"type": "update", "update": u}))))
+            except Exception as exc:  # the adapter's own fault: say so, keep serving
+                traceback.print_exc()
+                send({"type": "end", "error": {"kind": "AdapterError", "message": repr(exc)},
+                      "history": [], "executions": []})
+        elif message["type"] == "exit":
+            break
+    runner.close()
+    return 0

@@ -1,0 +1,74 @@
+"""``make conformance-peers``: run the peer adapters of conformance/adapters and write
+conformance/PEERS.md — per peer and version the outcomes per suite, every failing case
+as "deviates from Rn: what it does", every skip with its reason.
+
+Run from the repository root in .conformance-venv (the peers' pinned versions are in
+conformance/adapters/requirements.txt). A peer's deviations are what its failing cases
+show; the first rule a case lists is the one it measures (README, "A case").
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .loader import load_cases
+from .report import counts
+from .runner import Adapter, run_all
+
+PEERS = [  # (name, adapter module)
+    ("Microsoft Agent Framework", "conformance.adapters.peer_maf"),
+    ("OpenAI Agents SDK", "conformance.adapters.peer_openai_agents"),
+    ("Pydantic AI", "conformance.adapters.peer_pydantic_ai"),
+]
+OUT = Path(__file__).resolve().parent / "PEERS.md"
+
+
+def section(name: str, outcomes) -> list[str]:
+    version = next((o.implementation for o in outcomes if o.implementation), "unknown")
+    lines = [f"## {name}", "", f"Version: {version}.", "",
+             "| suite | passed | failed | skipped |", "|---|---|---|---|"]
+    for suite, c in counts(outcomes, lambda o: [o.suite]).items():
+        lines.append(f"| {suite} | {c['pass']} | {c['fail']} | {c['skip']} |")
+    failed = [o for o in outcomes if o.status == "fail"]
+    if failed:
+        lines += ["", "Deviations (each backed by its failing case):", ""]
+        for o in failed:
+            what = o.detail.splitlines()[0].replace("|", "\\|")
+            lines.append(f"- `{o.case_id}` deviates from {o.rules[0] if o.rules else '?'}: "
+                         f"{what}")
+    skipped = [o for o in outcomes if o.status == "skip"]
+    if skipped:
+        lines += ["", "Skipped:", ""]
+        lines += [f"- `{o.case_id}`: {o.detail}" for o in skipped]
+    derived = [o for o in outcomes if o.derived]
+    if derived:
+        lines += ["", f"Passing cases that differ only in fields the adapter derives: "
+                      f"{', '.join(o.case_id for o in derived)}."]
+    return lines + [""]
+
+
+def main(argv=None) -> int:
+    wanted = (argv if argv is not None else sys.argv[1:]) or [m for _, m in PEERS]
+    cases = load_cases()
+    lines = ["# The peers, through the conformance suite", "",
+             "Written by `make conformance-peers` (conformance/peers.py); do not edit by "
+             "hand. Each peer runs behind its adapter in `conformance/adapters/`, at the "
+             "versions pinned in `conformance/adapters/requirements.txt`. A deviation is the "
+             "first difference of a failing case, under the rule that case measures; a skip "
+             "is the adapter's declaration that the framework cannot express the case "
+             "(`conformance/README.md`, \"Suites, features and derived fields\").", ""]
+    for name, module in PEERS:
+        if module not in wanted:
+            continue
+        outcomes = run_all(lambda: Adapter(f"{sys.executable} -m {module}"), cases)
+        c = counts(outcomes, lambda o: ["all"])["all"]
+        print(f"{name}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped")
+        lines += section(name, outcomes)
+    OUT.write_text("\n".join(lines), encoding="utf-8")
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
