@@ -411,7 +411,9 @@ def run_case(case: dict, driver) -> Outcome:
             problems += [p for p in rest if p != error]
             derived += [f"turn {number}: {d}" for d in found]
             if problems:
-                raise Mismatch(f"turn {number}: " + "\n  also: ".join(problems))
+                text = "\n  also: ".join(problems)
+                raise Mismatch(text if text.startswith(f"turn {number},") else
+                               f"turn {number}: {text}")
         return Outcome(status="pass", derived=tuple(derived), **outcome)
     except Mismatch as exc:
         return Outcome(status="fail", detail=str(exc), **outcome)

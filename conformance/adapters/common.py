@@ -17,7 +17,19 @@ import traceback
 def canonical_json(value) -> str:
     """RFC 8785 for the values the cases use: members sorted, no whitespace, non-ASCII
     as is (README, "BEHAVIOUR": echo)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(_ecmascript_numbers(value), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False)
+
+
+def _ecmascript_numbers(value):
+    """ECMAScript writes 100.0 as 100."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ecmascript_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ecmascript_numbers(v) for v in value]
+    return value
 
 
 def tool_body(spec: dict, executions: list):
