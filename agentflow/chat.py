@@ -202,7 +202,13 @@ class Chat:
             url, source = os.environ["OPENAI_BASE_URL"], "OPENAI_BASE_URL"
         else:
             url, source = DEFAULT_BASE_URL, None
-        parts = urlsplit(url)
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - a bad port or IPv6 literal raises only here
+        except ValueError as exc:
+            raise UsageError(f"{source or 'the base URL'} {url!r} is not a valid URL ({exc}); "
+                             "write it as http://HOST:PORT/v1, with an IPv6 address in "
+                             "brackets: http://[::1]:8080/v1") from None
         if parts.scheme not in ("http", "https") or not parts.netloc:
             rest = url.split("://", 1)[-1]
             fixed = ("http://HOST:PORT/v1" if re.match(r"[A-Za-z][\w+.-]*:/", rest)

@@ -26,6 +26,7 @@ so two processes cannot resume the same saved run at once.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -136,6 +137,9 @@ class AgentSession:
                              f"agentflow reads versions {_READABLE_VERSIONS}")
         _check_history(data.get("messages", []))
         _check_records(data.get("approvals"))
+        if not isinstance(data.get("state") or {}, dict):
+            raise SessionError(f"the session's state must be an object, got "
+                               f"{json.dumps(data.get('state'))[:80]}")
         revision = data.get("revision", 0)
         if type(revision) is not int or revision < 0:
             raise SessionError(f"the session's revision must be a whole number >= 0, got "
@@ -376,17 +380,63 @@ def _check_history(messages) -> None:
 
 
 def _check_records(approvals) -> None:
+    """Refuse stored approval records of the wrong shape (SPEC R17): every list of the
+    ledger holds objects whose keys and value types are those of its record class
+    (``approvals.py``), so a hand-edited time or id fails here, not mid-resume."""
+    import typing
+    from . import approvals as ledger
+
     if approvals is None:
         return
-    records = approvals.get("pending", []) if isinstance(approvals, dict) else None
-    if not isinstance(records, list):
-        raise SessionError("stored approvals must be an object with a 'pending' list")
-    for record in records:
-        if not isinstance(record, dict) or not all(
-                isinstance(record.get(key), str) for key in ("call_id", "tool", "digest")):
-            raise SessionError(f"stored approval record {record!r:.120} lacks a string "
-                               "call_id, tool or digest; the session file was edited. Fix it "
-                               "or start a new session.")
+    if not isinstance(approvals, dict):
+        raise SessionError(f"stored approvals must be an object, got {json.dumps(approvals)[:80]}")
+    kinds = {"pending": ledger.PendingApproval, "audit": ledger.AuditRecord,
+             "denied": ledger.Denial, "grants": ledger.SessionGrant}
+    for key, records in approvals.items():
+        kind = kinds.get(key)
+        if kind is None:
+            raise SessionError(f"stored approvals have an unknown list {key!r}; expected "
+                               f"{', '.join(kinds)}")
+        if not isinstance(records, list):
+            raise SessionError(f"stored approvals[{key!r}] must be a list")
+        hints = typing.get_type_hints(kind)
+        required = {f.name for f in dataclasses.fields(kind)
+                    if f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING}
+        for record in records:
+            problem = _record_problem(record, hints, required)
+            if problem:
+                raise SessionError(
+                    f"stored approval record {json.dumps(record, default=str)[:120]} in "
+                    f"{key!r} {problem}; the session file was edited. Fix it or start a new "
+                    "session.")
+
+
+def _record_problem(record, hints: dict, required: set) -> str | None:
+    import typing
+
+    if not isinstance(record, dict):
+        return "is not an object"
+    missing = sorted(required - record.keys())
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    unknown = sorted(record.keys() - hints.keys())
+    if unknown:
+        return f"has unknown keys {', '.join(unknown)}"
+    for name, value in record.items():
+        allowed = typing.get_args(hints[name]) or (hints[name],)
+        if float in allowed:
+            allowed += (int,)  # JSON numbers: 5 and 5.0 are both seconds
+        if not isinstance(value, tuple(t for t in allowed if isinstance(t, type))) or (
+                isinstance(value, bool) and bool not in allowed):
+            return f"has {name} = {value!r}, not of type {_type_name(hints[name])}"
+    return None
+
+
+def _type_name(hint) -> str:
+    import typing
+    names = [getattr(t, "__name__", str(t)) for t in (typing.get_args(hint) or (hint,))]
+    return " or ".join("null" if n == "NoneType" else n for n in names)
 
 
 def _canonical(data: dict) -> bytes:

@@ -143,6 +143,18 @@ def test_a_base_url_without_http_says_to_add_it(tmp_path, flags, extra_env, mess
     assert (done.returncode, done.stdout, done.stderr) == (2, "", f"agentflow: {message}\n")
 
 
+@pytest.mark.parametrize("url, why", [("http://[::1", "Invalid IPv6 URL"),
+                                      ("http://localhost:99999/v1", "Port out of range 0-65535")])
+def test_a_base_url_that_is_no_url_is_bad_usage_naming_the_flag(tmp_path, url, why):
+    """A URL Python cannot parse (an unclosed IPv6 bracket, a port out of range) is
+    bad usage (2) naming --base-url, not an error (1) in urllib's words alone."""
+    done = run_chat("--base-url", url, "hi", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"agentflow: --base-url {url!r} is not a valid URL ({why}); write it "
+                           "as http://HOST:PORT/v1, with an IPv6 address in brackets: "
+                           "http://[::1]:8080/v1\n")
+
+
 def test_bad_usage_exits_2_and_json_ends_with_an_error_object(tmp_path):
     """``--max-rounds 0`` is bad usage (2, not 1); with --json, stdout still ends with
     one closing JSON object."""

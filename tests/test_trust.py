@@ -509,7 +509,23 @@ _CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": 
     (_stored({"role": "robot", "content": "x"}), "role 'robot'"),
     (_stored({"role": "user", "content": 5}), "content of type int"),
     (_stored({"role": "user", "content": "x"}, pending=[{"tool": "f", "digest": "d"}]),
-     "lacks a string call_id"),
+     "lacks call_id"),
+    (_stored({"role": "user", "content": "x"}, pending=[
+        {"call_id": "c1", "tool": "f", "digest": "d", "issued_at": 1.0, "expires_at": "soon"}]),
+     "expires_at = 'soon', not of type float or null"),
+    (_stored({"role": "user", "content": "x"}, pending=[
+        {"call_id": "c1", "tool": "f", "digest": "d", "issued_at": "then"}]),
+     "issued_at = 'then'"),
+    (_stored({"role": "user", "content": "x"}, pending=[
+        {"call_id": 1, "tool": "f", "digest": "d", "issued_at": 1}]), "call_id = 1"),
+    (_stored({"role": "user", "content": "x"}, pending=[
+        {"call_id": "c1", "tool": "f", "digest": "d", "issued_at": True}]), "issued_at = True"),
+    (_stored({"role": "user", "content": "x"}, pending=[
+        {"call_id": "c1", "tool": "f", "digest": "d", "issued_at": 1, "colour": "red"}]),
+     "unknown keys colour"),
+    ({**_stored({"role": "user", "content": "x"}), "approvals": {"pending": [], "later": []}},
+     "unknown list 'later'"),
+    ({**_stored({"role": "user", "content": "x"}), "state": [1]}, "state must be an object"),
 ])
 def test_r17_stored_history_of_the_wrong_shape_is_refused(tmp_path, data, words):
     """R17: a tool message answering no call, or a stored field of the wrong type, is a
