@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_WAIT = 60.0  # seconds; a longer Retry-After is reported, not slept through
 _READ_SIZE = 65536
+FINISHED_TURN_WAIT = 2.0  # seconds of silence tolerated after the finish reason (SPEC §6)
 # What is read, at most, after a complete turn to reuse its connection: the rest of a
 # chunked body is its 5-byte terminator, perhaps after a trailing comment or usage
 # chunk; more than this, or a wait longer than a new connection's handshake (tens of
@@ -55,6 +56,8 @@ class OpenAIChatClient:
         connect_timeout: seconds to wait for the TCP connection.
         read_timeout: seconds to wait for the next bytes of the response, i.e. the
             longest silence tolerated mid-stream (not the whole call's duration).
+            After the turn's finish reason, ``FINISHED_TURN_WAIT`` (2 s) of silence
+            ends the turn instead: it is complete (SPEC §6).
         headers: extra HTTP headers (dict) sent with every request.
         stream: ``True`` (default) streams with SSE; ``False`` asks for one JSON
             response, for endpoints that cannot stream, and yields the same updates.
@@ -188,7 +191,9 @@ class OpenAIChatClient:
                     # Non-streaming mode, or a server that ignored "stream": true.
                     yield from completion_updates(self._json(chunks), assembler)
                 else:
-                    yield from stream_updates(chunks, assembler)
+                    yield from stream_updates(
+                        _after_finish(chunks, response, assembler, self.read_timeout),
+                        assembler)
             except ProviderError as exc:
                 message = self._scrub(exc.message)
                 kind = response.headers.get("Content-Type", "")
@@ -389,6 +394,23 @@ class OpenAIChatClient:
 class _Retryable(Exception):
     def __init__(self, error: ProviderError, headers):
         self.error, self.headers = error, headers
+
+
+def _after_finish(chunks: Iterator[bytes], response: "requests.Response", assembler,
+                  read_timeout: float) -> Iterator[bytes]:
+    """``chunks``, but once the turn's finish reason is in, a silence longer than
+    ``FINISHED_TURN_WAIT`` seconds (not ``read_timeout``) ends the stream: the turn is
+    complete (SPEC §6), and only usage and ``[DONE]`` may still come, at once on every
+    server seen, so a stalled connection must not hold back the caller's last update
+    for minutes."""
+    shortened = False
+    for chunk in chunks:
+        yield chunk
+        if not shortened and assembler.finish_reason_seen:
+            shortened = True
+            connection = getattr(response.raw, "connection", None)
+            if connection is not None and connection.sock is not None:
+                connection.sock.settimeout(min(read_timeout, FINISHED_TURN_WAIT))
 
 
 def _drain(response: "requests.Response", limit: int, seconds: float) -> bool:

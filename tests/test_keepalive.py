@@ -288,3 +288,29 @@ def test_interleaved_turns_on_one_client_each_read_their_own_body():
         assert server.connections == 2
     assert text([head, *rest]) == "first reply"
     assert text(two) == "second reply" and text(three) == "third"
+
+
+def test_a_stall_after_the_finish_reason_ends_the_turn_without_waiting_for_read_timeout():
+    """SPEC §6: a turn whose finish_reason arrived is complete, whatever the connection
+    does next. Here the server stalls before usage and [DONE] and holds them until the
+    test lets go (at most 8 s); the client's read_timeout is 60 s. The run must end on
+    FINISHED_TURN_WAIT (2 s) of silence, so the test lets go before the server's own
+    limit, and the turn is whole."""
+    assert openai_client.FINISHED_TURN_WAIT < 8
+    body = chat_stream(text="done early")
+    head, _, _ = body.partition(b"data: [DONE]")
+    released = threading.Event()
+    held_to_the_end = []
+
+    def hold():
+        held_to_the_end.append(not released.wait(8))
+        return b"data: [DONE]\n\n"
+
+    with ReplayServer([Reply(chunks=[head, hold])], keep_alive="chunked") as server:
+        client = OpenAIChatClient(model="m", base_url=server.base_url, api_key="sk-test",
+                                  max_retries=0, read_timeout=60)
+        updates = list(ChatClientAgent(client).run("a"))
+        released.set()
+    assert text(updates) == "done early"
+    assert updates[-1].finish_reason is FinishReason.STOP
+    assert held_to_the_end == [False]  # the run ended while the server still held on
