@@ -66,6 +66,11 @@ class TextBuffer:
         self._pieces: list[str] = []
 
     def append(self, piece: str) -> None:
+        """Add one piece at the end.
+
+        Args:
+            piece: the next piece of text (str), in arrival order.
+        """
         pieces = self._pieces
         pieces.append(piece)
         if len(pieces) >= 1024:
@@ -136,14 +141,18 @@ class ChunkAssembler:
 
     @property
     def text(self) -> str:
+        """The turn's visible text so far (str; ``""`` when none)."""
         return str(self._text)
 
     @property
     def reasoning(self) -> str:
+        """The turn's reasoning text so far (str; ``""`` when none)."""
         return str(self._reasoning)
 
     @property
     def tool_calls(self) -> list[ToolCall]:
+        """The turn's calls so far, in slot order (list of ``ToolCall``; arguments as
+        the JSON text received, ``extra`` the unknown keys kept, SPEC R21)."""
         return [ToolCall(s.id, s.name, str(s.arguments), dict(s.extra)) for s in self._slots]
 
     @property
@@ -228,13 +237,23 @@ class ChunkAssembler:
     # -- one chunk -------------------------------------------------------------------
 
     def feed(self, chunk: dict) -> list[AgentResponseUpdate]:
-        """Take one parsed chunk (dict); return its updates.
+        """Take one parsed chunk; return its updates (SPEC §6).
 
-        Raises ``ProviderError`` (with the provider's message and code) when the chunk
-        carries an ``error`` object, and ``ProviderError`` naming the event and the
-        field when a field has the wrong JSON type (``choices: [null]``, ``delta:
-        "x"``, ``usage.prompt_tokens: "n/a"`` …); the updates of earlier chunks were
-        already returned by then.
+        Args:
+            chunk: one ``chat.completion.chunk`` as decoded from an event's JSON data
+                (normally a dict; anything else is reported).
+
+        Returns:
+            list[AgentResponseUpdate]: the ``TextDelta``, ``ReasoningDelta``,
+            ``ToolCallStart`` and ``ToolCallArgs`` updates this chunk produced, in
+            order; often empty.
+
+        Raises:
+            ProviderError: the chunk carries an ``error`` object (with the provider's
+                message and code); the chunk is not a JSON object; or a field has the
+                wrong JSON type (``choices: [null]``, ``delta: "x"``,
+                ``usage.prompt_tokens: "n/a"`` …), naming the event and the field.
+                The updates of earlier chunks were already returned by then.
         """
         self._chunks += 1
         # Fast paths for the chunks that are nearly all of a stream: one choice whose
@@ -483,17 +502,24 @@ class ChunkAssembler:
     # -- end of the turn -------------------------------------------------------------
 
     def finish(self, saw_done: bool) -> list[AgentResponseUpdate]:
-        """End the turn. ``saw_done`` (bool): whether ``data: [DONE]`` arrived.
+        """End the turn.
 
-        Returns ``ToolCallEnd`` for each call in order, then ``Finish`` with the
-        turn's finish reason, usage, and the assembled assistant message
-        (``Finish.message``). The reason is ``TOOL_CALLS`` whenever calls were made,
-        unless the turn was cut by ``length`` or ``content_filter``: then the reason
-        stays and the message keeps its text only, so those calls never run (R14). A
-        turn with neither text nor calls has content ``""``, never ``null``.
+        Args:
+            saw_done: whether ``data: [DONE]`` arrived (bool).
 
-        Raises ``IncompleteStreamError`` when neither a finish reason nor ``[DONE]``
-        arrived: the connection dropped mid-turn.
+        Returns:
+            list[AgentResponseUpdate]: any ``ToolCallStart`` / ``ToolCallArgs`` still
+            held back (a call without arguments gets ``{}``), ``ToolCallEnd`` for each
+            call in order, then one ``Finish`` with the turn's finish reason, usage,
+            and the assembled assistant message (``Finish.message``). The reason is
+            ``TOOL_CALLS`` whenever calls were made, unless the turn was cut by
+            ``length`` or ``content_filter``: then the reason stays and the message
+            keeps its text only, so those calls never run (SPEC R14). A turn with
+            neither text nor calls has content ``""``, never ``null`` (SPEC §6).
+
+        Raises:
+            IncompleteStreamError: neither a finish reason nor ``[DONE]`` arrived:
+                the connection dropped mid-turn; nothing of the turn is kept.
         """
         if self._raw_finish is None and not saw_done:
             raise IncompleteStreamError(
@@ -526,8 +552,19 @@ class ChunkAssembler:
 
 
 def error_from_body(body, fallback: str, status: int | None = None) -> ProviderError:
-    """A ``ProviderError`` from a provider's JSON error body (``{"error": {...}}``,
-    ``{"error": "text"}`` or ``{"message": ...}``), keeping its message and code."""
+    """A ``ProviderError`` from a provider's JSON error body, keeping its message and code.
+
+    Args:
+        body: the decoded error body: ``{"error": {"message": …, "code": …}}``,
+            ``{"error": "text"}``, ``{"message": …}``, or any other value (its text
+            becomes the message).
+        fallback: the message (str) to use when the body has none.
+        status: the HTTP status code (int), if the error came with a response.
+
+    Returns:
+        ProviderError: with ``message``, ``status`` and ``code`` (``error.code``, else
+        ``error.type``, else ``None``). It is returned, not raised.
+    """
     error = (body.get("error") or body) if isinstance(body, dict) else body
     if isinstance(error, dict):
         message = error.get("message") or error.get("msg") or fallback
@@ -571,17 +608,30 @@ def _until_broken(chunks: Iterable[bytes], assembler: ChunkAssembler) -> Iterato
 
 def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = None
                    ) -> Iterator[AgentResponseUpdate]:
-    """The updates of one streamed model turn, from the raw bytes of its SSE body
-    (an iterable of byte chunks of any size), yielded as soon as their bytes are in.
+    """The updates of one streamed model turn, from the raw bytes of its SSE body.
 
-    ``data: [DONE]`` ends the turn even if more bytes follow. Raises ``ProviderError``
-    for an ``event: error``, an ``error`` object, data that is not a JSON object or
-    has a field of the wrong shape (naming the event, its data cut to 200
-    characters), and ``IncompleteStreamError`` when the bytes end mid-turn (SPEC §6).
-    When ``chunks`` raises ``IncompleteStreamError`` or ``ProviderTimeoutError`` (a
-    broken or silent connection) after the finish reason arrived, the turn is
-    complete and ends normally. Pass your own ``assembler`` to read its ``quirks``
-    and totals afterwards, or to give it the conversation's ids.
+    The body is decoded as WHATWG HTML §9.2.6 event streams are (``agentflow.sse``);
+    ``data: [DONE]`` ends the turn even if more bytes follow. When ``chunks`` raises
+    ``IncompleteStreamError`` or ``ProviderTimeoutError`` (a broken or silent
+    connection) after the finish reason arrived, the turn is complete and ends
+    normally (SPEC §6).
+
+    Args:
+        chunks: the body's bytes, an iterable of byte chunks of any size.
+        assembler: a ``ChunkAssembler`` of your own, to read its ``quirks`` and totals
+            afterwards or to give it the conversation's ids; ``None``: a new one.
+
+    Yields:
+        AgentResponseUpdate: each update as soon as its bytes are in; the last is the
+        ``Finish`` carrying the assembled message (see ``ChunkAssembler.finish``).
+
+    Raises:
+        ProviderError: an ``event: error``, an ``error`` object, data that is not a
+            JSON object or has a field of the wrong shape (naming the event, its data
+            cut to 200 characters).
+        IncompleteStreamError: the bytes end mid-turn (no finish reason, no
+            ``[DONE]``), or ``chunks`` raised it before the finish reason arrived.
+        ProviderTimeoutError: from ``chunks``, before the finish reason arrived.
     """
     assembler = assembler if assembler is not None else ChunkAssembler()
     saw_done = False
@@ -602,9 +652,22 @@ def stream_updates(chunks: Iterable[bytes], assembler: ChunkAssembler | None = N
 
 def completion_updates(body: dict, assembler: ChunkAssembler | None = None
                        ) -> list[AgentResponseUpdate]:
-    """The same updates as a stream would give, from a non-streaming
-    ``chat.completion`` response body (dict). Raises ``ProviderError`` for an error
-    body, and for a field of the wrong shape (naming it)."""
+    """The same updates as a stream would give, from a non-streaming response.
+
+    Args:
+        body: the decoded ``chat.completion`` response body (dict); only its first
+            choice is used.
+        assembler: a ``ChunkAssembler`` of your own (see ``stream_updates``);
+            ``None``: a new one.
+
+    Returns:
+        list[AgentResponseUpdate]: the turn's updates, ending in the ``Finish`` that
+        carries the assembled message.
+
+    Raises:
+        ProviderError: an error body (with its message and code), or a field of the
+            wrong shape (naming it).
+    """
     assembler = assembler if assembler is not None else ChunkAssembler()
     assembler._body = True
     if isinstance(body, dict) and body.get("error"):
