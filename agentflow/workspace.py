@@ -76,23 +76,61 @@ class Workspace:
         self.secret_files = tuple(secret_files)
 
     def resolve(self, path: str) -> str:
-        """``path`` (relative to the workspace, or absolute) as the OS will open it."""
+        """``path`` as the OS will open it: absolute, ``..`` collapsed, symlinks followed.
+
+        Args:
+            path: a path relative to the workspace, or absolute (str).
+
+        Returns:
+            str: the resolved absolute path (it need not exist).
+
+        Raises:
+            ValueError: ``path`` contains a NUL character.
+            OSError: the operating system refuses the path (``os.path.realpath``).
+        """
         return os.path.realpath(os.path.join(self.root, path))
 
     def inside(self, resolved: str) -> bool:
+        """Whether a resolved path is the workspace or lies under it.
+
+        Args:
+            resolved: a path as ``resolve`` returns it (str).
+
+        Returns:
+            bool: ``True`` for the root itself and anything below it.
+        """
         return resolved == self.root or resolved.startswith(self.root.rstrip("/") + "/")
 
     def secret(self, resolved: str) -> str | None:
-        """The kind of secret file ``resolved`` is (str), or ``None``."""
+        """The kind of secret file ``resolved`` is, matched ignoring case.
+
+        Args:
+            resolved: a path as ``resolve`` returns it (str).
+
+        Returns:
+            str | None: the ``kind`` of the first ``secret_files`` pattern it matches
+            (e.g. ``"SSH keys and settings"``), or ``None``.
+        """
         for pattern, kind in self.secret_files:
             if path_matches(pattern, resolved, self.root, ignore_case=True):
                 return kind
         return None
 
     def concern(self, path, verb: str = "reads") -> str | None:
-        """Why a built-in touching ``path`` should ask (str: ``<verb> <resolved>:
-        outside the workspace <root>`` or ``…: a secret file (<kind>)``), or ``None``
-        when it may go ahead. A path that cannot be resolved is a concern too."""
+        """Why a built-in touching ``path`` should ask for approval (SPEC R18).
+
+        Args:
+            path: the tool's ``path`` argument (normally str; anything else is no
+                concern, the tool refuses it, SPEC R13).
+            verb: the word the reason starts with (str, e.g. ``"reads"``, ``"lists"``).
+
+        Returns:
+            str | None: ``<verb> <path>: a secret file (<kind>)``, ``<verb> <path>:
+            outside the workspace <root>`` (the path shown with ``(really
+            <resolved>)`` when it resolves elsewhere), ``<verb> '<path>', which
+            cannot be resolved (<error>)``; or ``None`` when it may go ahead.
+            Nothing is raised: a path that cannot be resolved is a concern.
+        """
         if not isinstance(path, str):
             return None  # the tool refuses it (SPEC R13); nothing is opened
         try:
@@ -108,13 +146,33 @@ class Workspace:
         return None
 
     def predicate(self, verb: str, otherwise: bool | str = False):
-        """The approval predicate of a tool whose ``path`` argument it judges (R18):
-        the concern, else ``otherwise``."""
+        """The approval predicate of a tool whose ``path`` argument it judges (SPEC R18).
+
+        Args:
+            verb: passed to ``concern`` (str, e.g. ``"reads"``).
+            otherwise: the answer when the path is no concern (bool, or a str reason
+                to ask anyway).
+
+        Returns:
+            Callable[[dict], bool | str]: given the call's arguments, the concern
+            about ``arguments["path"]`` (default ``"."``), else ``otherwise``.
+        """
         return lambda arguments: self.concern(arguments.get("path", "."), verb) or otherwise
 
     def command_warnings(self, command: str) -> list[str]:
-        """A warning (str) for each word of ``command`` that names a path outside the
-        workspace or a secret file, as the shell would see it (``~`` expanded)."""
+        """Warnings about the paths a shell command names.
+
+        Args:
+            command: a shell command line (str), split as ``agentflow.shell`` and
+                ``shlex`` (POSIX rules) split it; a part that cannot be split is
+                skipped.
+
+        Returns:
+            list[str]: one ``names <path>: …`` concern (see ``concern``) for each
+            distinct word that looks like a path (contains ``/`` or starts with
+            ``.`` or ``~``, ``~`` expanded) and lies outside the workspace or is a
+            secret file, in order of appearance; empty when none.
+        """
         warnings = []
         for command_part in shell.parse(command).every_command():
             try:
