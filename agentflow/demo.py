@@ -37,6 +37,14 @@ def run_command(command: str) -> str:
 
 
 def first_turn() -> bytes:
+    """The model's recorded first turn: a sentence, then ``echo`` and ``run_command``
+    (``rm -rf /``) called in one turn.
+
+    Returns:
+        bytes: an OpenAI-style SSE body (``chat.completion.chunk`` events, then
+        ``data: [DONE]``) for ``ReplayServer`` to serve; usage 120 prompt + 48
+        completion tokens.
+    """
     return chat_stream(
         text="Your disk is almost full. I'll note what I'm doing, then clear it out.",
         tool_calls=[("call_1", "echo", json.dumps({"text": "Freeing disk space"})),
@@ -45,6 +53,17 @@ def first_turn() -> bytes:
 
 
 def second_turn(approved: bool, reason: str | None) -> bytes:
+    """The model's recorded reply after the caller's decision.
+
+    Args:
+        approved: whether the caller approved ``run_command`` (bool).
+        reason: the caller's rejection reason (str), quoted in the reply when it is not
+            blank; ``None``: none given.
+
+    Returns:
+        bytes: an SSE body with one text turn that fits the decision; usage 190
+        prompt + 30 completion tokens.
+    """
     if approved:
         text = ("Done: the command ran and about 12 GB are free now. "
                 "(The note was skipped; I can repeat it if you like.)")
@@ -105,8 +124,19 @@ def _decide(requests: list, approve: bool | None, reason: str | None):
 
 
 def main(approve: bool | None = None, reason: str | None = None) -> int:
-    """Run the demo; ``approve`` True/False decides without asking, ``None`` asks on
-    a terminal and denies otherwise. Returns the process exit status."""
+    """Run the demo: two runs of one agent against a replay server on 127.0.0.1,
+    printing every update (SPEC R3 pause, R4 resume, R5 sibling, R7 reason).
+
+    Args:
+        approve: ``True`` approves and ``False`` rejects without asking; ``None`` asks
+            on a terminal (y/N, then an optional reason) and rejects when stdin is not
+            a terminal or ends.
+        reason: the rejection reason (str) sent with ``approve=False``; ``None``: none,
+            and the model hears ``Rejected: User denied``.
+
+    Returns:
+        int: the process exit status, 0.
+    """
     with ReplayServer([first_turn()]) as server:
         client = OpenAIChatClient(model="demo-model", base_url=server.base_url,
                                   api_key="not-needed")
