@@ -220,16 +220,43 @@ class MCPServer:
 
     @classmethod
     def http(cls, url: str, **options) -> "MCPServer":
-        """A server reached over streamable HTTP at ``url`` (e.g.
-        ``http://127.0.0.1:8000/mcp``); ``**options`` as for ``MCPServer``."""
+        """A server reached over MCP's streamable HTTP transport.
+
+        Args:
+            url: the server's endpoint (str), e.g. ``http://127.0.0.1:8000/mcp``.
+            **options: as for ``MCPServer`` (``name``, ``timeout``, ``approval`` …).
+
+        Returns:
+            MCPServer: not yet started.
+
+        Raises:
+            ValueError: ``url`` does not start with ``http://`` or ``https://``, or
+                ``name`` is not allowed.
+            TypeError: ``approval`` or ``subjects`` has the wrong shape.
+        """
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"an MCP server URL starts with http:// or https://, got {url!r}")
         return cls(url, **options)
 
     @classmethod
     def from_command_line(cls, spec: str, **options) -> "MCPServer":
-        """The server of ``agentflow chat --mcp SPEC``: ``[NAME=]COMMAND ARGS…`` split as
-        a POSIX shell would (no shell runs it), or ``[NAME=]URL`` for streamable HTTP."""
+        """The server of ``agentflow chat --mcp SPEC``.
+
+        Args:
+            spec: ``[NAME=]COMMAND ARGS…`` (str), split as a POSIX shell would
+                (``shlex``; no shell runs it), or ``[NAME=]URL`` (``http://`` or
+                ``https://``) for streamable HTTP. ``NAME`` is taken only when it is
+                an allowed server name; otherwise the ``=`` is part of the command.
+            **options: as for ``MCPServer``; ``name`` is overridden by ``NAME``.
+
+        Returns:
+            MCPServer: not yet started (``stdio`` or ``http``).
+
+        Raises:
+            ValueError: the command is empty, has an unclosed quote (``shlex``), or
+                the name is not allowed.
+            TypeError: ``approval`` or ``subjects`` has the wrong shape.
+        """
         name, sep, rest = spec.partition("=")
         if sep and _SERVER_NAME.fullmatch(name) and rest.strip():
             options.setdefault("name", name)
@@ -509,7 +536,16 @@ class MCPTool(Tool):
         return self.server.root
 
     def refresh(self, spec) -> "MCPTool":
-        """Take the description, schema and annotations of a new listing."""
+        """Take the description, schema and annotations of a new listing.
+
+        Args:
+            spec: the server's ``mcp.types.Tool`` for this tool; an input schema
+                without ``type`` / ``properties`` gets ``object`` / ``{}``.
+
+        Returns:
+            MCPTool: ``self``. The approval and the subject are not decided again
+            here (``decide_approval``, ``decide_subject``).
+        """
         self.description = spec.description or spec.title or ""
         schema = dict(spec.input_schema or {})
         schema.setdefault("type", "object")
@@ -520,8 +556,18 @@ class MCPTool(Tool):
         return self
 
     def decide_approval(self, approval) -> None:
-        """Apply the server's ``approval`` setting, else the annotations (fail closed:
-        a tool that claims to be both read-only and destructive asks)."""
+        """Decide whether this tool asks for approval (SPEC R3), and say why.
+
+        Args:
+            approval: the server's ``approval`` setting: ``True`` / ``False`` for every
+                tool, a mapping of MCP tool names (``"*"``: the rest) to bool, or
+                ``None``. When it does not decide, the annotations do: a tool asks
+                unless ``readOnlyHint`` is set, and fails closed when it also claims
+                ``destructiveHint``.
+
+        Sets ``requires_approval()`` and ``approval_reason`` (str, e.g.
+        ``"readOnlyHint"``, ``"approval['*']"``).
+        """
         if isinstance(approval, bool):
             self._asks, self.approval_reason = approval, "approval=" + str(approval)
             return
@@ -539,7 +585,15 @@ class MCPTool(Tool):
                                 else "readOnlyHint" if read_only else "not read-only")
 
     def decide_subject(self, subjects: Mapping) -> None:
-        """Take the subject from the server's ``subjects`` setting, else from the schema.
+        """Take the subject from the server's ``subjects`` setting, else from the schema
+        (``infer_subject``; SPEC R19).
+
+        Args:
+            subjects: the server's checked ``subjects`` mapping of MCP tool names to
+                ``"argument"``, ``("argument", "path" | "shell" | "text")`` or ``None``
+                (no subject).
+
+        Sets ``subject``, ``subject_kind`` and ``subject_reason``.
 
         Raises:
             MCPError: ``subjects`` names an argument the tool does not have, or one
@@ -570,9 +624,20 @@ class MCPTool(Tool):
         return self._asks
 
     def invoke(self, arguments: dict) -> str:
-        """Call the tool on its server; returns the result text (module docstring).
-        Raises ``MCPToolError`` for an ``isError`` result, ``MCPTimeoutError`` and
-        ``MCPError`` as ``MCPServer.call``."""
+        """Call the tool on its server and wait up to ``timeout`` seconds.
+
+        Args:
+            arguments: the model's (or the human's edited, SPEC R20) arguments (dict).
+
+        Returns:
+            str: the result's text, as ``result_text`` makes it.
+
+        Raises:
+            MCPToolError: the server answered with ``isError`` (its text is the message;
+                the loop reports it as ``Error: …``, SPEC R13).
+            MCPTimeoutError: no answer in time; the call was cancelled.
+            MCPError: the server is not running, died during the call, or refused it.
+        """
         result = self.server.call(self.mcp_name, arguments, self.timeout)
         text = result_text(result)
         if result.is_error:
@@ -582,8 +647,17 @@ class MCPTool(Tool):
 
 
 def wire_name(server: str, tool: str) -> str:
-    """The function name the model sees for ``tool`` of ``server`` (str, at most 64
-    characters of ``[A-Za-z0-9_-]``; module docstring)."""
+    """The function name the model sees for a server's tool (module docstring).
+
+    Args:
+        server: the server's name (str; letters and digits, ``-`` / ``_``).
+        tool: the tool's MCP name (str; any characters).
+
+    Returns:
+        str: ``<server>__<tool>`` with every character outside ``[A-Za-z0-9_-]``
+        replaced by ``_``; when longer than 64 characters (OpenAI's limit), cut and
+        ended with ``_`` and 8 hex digits of the SHA-256 of ``<server>.<tool>``.
+    """
     name = f"{server}__{_WIRE_BAD.sub('_', tool)}"
     if len(name) <= _MAX_WIRE:
         return name
@@ -592,8 +666,16 @@ def wire_name(server: str, tool: str) -> str:
 
 
 def infer_subject(schema: dict) -> tuple:
-    """``(argument, subject_kind)`` for an MCP input ``schema`` (dict), or
-    ``(None, "text")`` when no single required argument names one (module docstring)."""
+    """The subject of an MCP tool, read off its input schema (SPEC R19).
+
+    Args:
+        schema: the tool's input JSON schema (dict).
+
+    Returns:
+        tuple: ``(argument, subject_kind)`` when exactly one required string argument
+        (or array of strings, for paths) has a name ``SUBJECT_NAMES`` knows, ignoring
+        case, ``_`` and ``-``; else ``(None, "text")`` (module docstring).
+    """
     properties = schema.get("properties") or {}
     required = schema.get("required") or []
     found = []
@@ -646,9 +728,18 @@ def _default_root(target, root: str | None) -> str:
 
 
 def result_text(result) -> str:
-    """The text sent to the model for a ``CallToolResult``: its text blocks joined by
-    newlines, else its structured content as JSON; one ``[image: …]`` style line per
-    other block."""
+    """The text sent to the model for an MCP tool's result.
+
+    Args:
+        result: the ``mcp.types.CallToolResult``.
+
+    Returns:
+        str: its text blocks joined by newlines, else its structured content as JSON
+        (UTF-8 text, not ASCII-escaped); then one line per other block, e.g.
+        ``[image: image/png, 1024 bytes]`` (decoded size in bytes, ``?`` when the
+        base64 is broken), ``[resource <uri>: <type>, <n> bytes]``,
+        ``[resource link <uri>: <type>]``. ``""`` when there is nothing.
+    """
     texts, others = [], []
     for block in result.content:
         kind = getattr(block, "type", "")

@@ -112,7 +112,7 @@ def _public_problems(modname: str) -> list[str]:
 # Modules not yet brought to the convention (issue 10 item 6 is open for them). Strict
 # xfail: a module that becomes clean fails this test until it leaves the list, so the
 # list only shrinks.
-NOT_YET = {"agentflow.chat", "agentflow.mcp"}
+NOT_YET = {"agentflow.chat"}
 
 
 @pytest.mark.parametrize("modname", [
