@@ -70,6 +70,11 @@ class Quit(Exception):
 
 
 def add_arguments(parser) -> None:
+    """Add ``agentflow chat``'s flags (the module docstring's) to a parser.
+
+    Args:
+        parser: an ``argparse.ArgumentParser`` (the ``chat`` subcommand's).
+    """
     parser.add_argument("message", nargs="?", help="send this one message and stop (no prompt)")
     parser.add_argument("--base-url", help="the API root, e.g. http://localhost:11434/v1 "
                                            "(default: $OPENAI_BASE_URL, else OpenAI)")
@@ -127,6 +132,13 @@ class Output:
         self.stream = stream or sys.stdout
 
     def say(self, text: str = "", end: str = "\n") -> None:
+        """Write text for people and flush; nothing in ``--json`` mode.
+
+        Args:
+            text: the text (str); characters the stream's encoding cannot hold are
+                written as backslash escapes instead of failing.
+            end: appended to ``text`` (str, default a newline).
+        """
         if not self.json_mode:
             try:
                 self.stream.write(text + end)
@@ -137,6 +149,15 @@ class Output:
             self.stream.flush()
 
     def emit(self, data: dict) -> None:
+        """Write one JSON object as one line and flush; Ctrl-C waits until the line is
+        out (POSIX), so a reader never gets half an object.
+
+        Args:
+            data: the object (dict, JSON-serialisable; e.g. ``update_to_json(update)``).
+
+        Raises:
+            TypeError: ``data`` holds a value ``json.dumps`` cannot write.
+        """
         line = json.dumps(data) + "\n"
         # Ctrl-C waits until the line is out: a reader never gets half an object.
         with _sigint_deferred():
@@ -235,15 +256,34 @@ class Chat:
     # -- output ----------------------------------------------------------------------------
 
     def save(self) -> None:
+        """Save the session now (``AgentSession.checkpoint``; SPEC R10); without
+        ``--session`` nothing is written.
+
+        Raises:
+            SessionConflictError: another writer saved the session since it was read;
+                nothing was written.
+            OSError: the store could not be written.
+        """
         self.session.checkpoint()  # a no-op without --session
 
     # -- one run ---------------------------------------------------------------------------
 
     def run(self, messages, responses=()) -> tuple[Finish | None, list[ToolApprovalRequest]]:
         """Run once, showing updates as they arrive and saving after every step.
-        Returns ``(finish, approval requests)``; ``finish`` is ``None`` when Ctrl-C
-        stopped the stream (the session keeps every completed step, SPEC R10, and the
-        user's message)."""
+
+        Args:
+            messages: this run's input: str (a user message) or ``ChatMessage`` items.
+            responses: ``ToolApprovalResponse`` answers to a paused turn (SPEC R4).
+
+        Returns:
+            tuple: ``(finish, requests)``: the run's ``Finish`` (``None`` when Ctrl-C
+            stopped the stream: the session keeps every completed step, SPEC R10, and
+            the user's message) and its ``ToolApprovalRequest`` list, in call order.
+
+        Raises:
+            AgentflowError: from the run (``ProviderError``, ``ApprovalError`` …);
+                what completed before is saved (R10).
+        """
         messages = [ChatMessage.user(m) if isinstance(m, str) else m for m in messages]
         options = self.options.with_tool_approval_responses(responses)
         updates = self.agent.run(messages, self.session, options)
@@ -293,7 +333,19 @@ class Chat:
 
     def converse(self, messages, responses=()) -> int:
         """Run, answer approval requests, resume, until the model is done or the run
-        pauses for good. Returns an exit status."""
+        pauses for good.
+
+        Args:
+            messages: the first run's input, as for ``run``.
+            responses: answers to a turn that was already paused (``--respond``).
+
+        Returns:
+            int: ``EXIT_OK`` (0), ``EXIT_PAUSED`` (3: calls left waiting) or
+            ``EXIT_INTERRUPTED`` (130: Ctrl-C).
+
+        Raises:
+            AgentflowError: as ``run``.
+        """
         while True:
             finish, requests = self.run(messages, responses)
             if finish is None:
@@ -314,7 +366,21 @@ class Chat:
     # -- approvals -------------------------------------------------------------------------
 
     def decide(self, requests) -> list[ToolApprovalResponse] | None:
-        """The responses to ``requests``, or ``None`` to leave them pending."""
+        """Answer approval requests: by ``--approve-all`` / ``--deny-all``, else at the
+        terminal prompt, one call at a time.
+
+        Args:
+            requests: the ``ToolApprovalRequest`` list, in call order.
+
+        Returns:
+            list[ToolApprovalResponse] | None: one response per request, carrying its
+            id and digest and the user's name; ``None`` to leave them pending (not
+            interactive, ``--json``, or the user quit).
+
+        Raises:
+            KeyboardInterrupt: Ctrl-C at the prompt (the caller leaves the calls
+                pending).
+        """
         approver = _user()
         if self.args.approve_all or self.args.deny_all:
             return [r.approve(approver) if self.args.approve_all
@@ -334,6 +400,12 @@ class Chat:
         return responses
 
     def show(self, request: ToolApprovalRequest) -> None:
+        """Print a call that waits: its id, tool, description, why it asks (SPEC R18,
+        R19), its arguments as indented JSON, and the tool's preview.
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+        """
         self.say(f"\n── approval needed ── {request.call_id}")
         self.say(f"tool:        {request.name}")
         self.say(f"description: {request.description.splitlines()[0] if request.description else ''}")
@@ -346,7 +418,12 @@ class Chat:
         self.preview(request.name, request.arguments)
 
     def preview(self, name: str, arguments) -> None:
-        """Show the tool's preview of ``arguments`` (the command line, a diff), if any."""
+        """Show the tool's preview of a call (the command line, a diff), if it has one.
+
+        Args:
+            name: the tool's name (str).
+            arguments: the call's arguments (dict; anything else has no preview).
+        """
         shown = self._preview(name, arguments)
         if shown:
             self.say(shown.rstrip("\n"))
@@ -358,8 +435,15 @@ class Chat:
         return preview(arguments)
 
     def summary(self, request: ToolApprovalRequest) -> str:
-        """One line that lets a user judge a call without the prompt: the command
-        line, a write's path and diff size, or else the arguments as JSON."""
+        """One line that lets a user judge a call without the prompt.
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+
+        Returns:
+            str: the command line (``$ …``, lines joined by `` ⏎ ``), a write's
+            ``<path>: +N -M lines``, or else the arguments as JSON.
+        """
         shown = self._preview(request.name, request.arguments)
         if shown and shown.startswith("$ "):
             return " ⏎ ".join(shown.splitlines())
@@ -376,11 +460,31 @@ class Chat:
         return json.dumps(request.arguments, ensure_ascii=False)
 
     def why(self, request: ToolApprovalRequest) -> str | None:
-        """Why the call needs approval, as recorded at the gate (R18, R19)."""
+        """Why a call needs approval, as recorded at the gate (SPEC R18, R19).
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+
+        Returns:
+            str | None: the reason stored with the pending approval, or ``None``.
+        """
         return next((r.why for r in self.session.approvals.pending
                      if r.call_id == request.call_id), None)
 
     def ask(self, request: ToolApprovalRequest, approver) -> ToolApprovalResponse:
+        """Ask at the prompt until the user answers y, n, a, e or q.
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+            approver: the user's name (str or ``None``), recorded with the answer.
+
+        Returns:
+            ToolApprovalResponse: an approval (perhaps with a grant, R19, or edited
+            arguments, R20) or a rejection with the typed reason (R7).
+
+        Raises:
+            Quit: the user chose q, or input ended (Ctrl-D).
+        """
         while True:
             answer = self.read("approve? [y]es, [n]o, [a]llow from now on, [e]dit, [q]uit: ")
             answer = answer.strip().lower()
@@ -400,6 +504,17 @@ class Chat:
                 raise Quit()
 
     def read(self, prompt: str) -> str:
+        """Read one line from the terminal.
+
+        Args:
+            prompt: the text shown before the cursor (str).
+
+        Returns:
+            str: the line, without its newline.
+
+        Raises:
+            Quit: input ended (Ctrl-D): like q, the call stays pending.
+        """
         try:
             return input(prompt)
         except EOFError:  # Ctrl-D: like q, the call stays pending
@@ -409,8 +524,22 @@ class Chat:
     # -- [a]: allow this exact call from now on (R19) --------------------------------------
 
     def allow_from_now_on(self, request, approver) -> ToolApprovalResponse | None:
-        """Write the rules that allow exactly this call, in the session or the project
-        file; ``None`` when no rule can, or the user went back."""
+        """[a]: allow exactly this call from now on, in the session or the project
+        file (SPEC R19).
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+            approver: the user's name (str or ``None``).
+
+        Returns:
+            ToolApprovalResponse | None: the approval, carrying the rules as a grant
+            when kept in the session; ``None`` when no rule can allow exactly this
+            call, or the user went back.
+
+        Raises:
+            Quit: input ended at the scope question.
+            PolicyError, OSError: the project file could not be read or written.
+        """
         from .policy import exact_rules
         tool = self.tools.get(request.name)
         arguments = request.arguments if isinstance(request.arguments, dict) else None
@@ -435,6 +564,16 @@ class Chat:
                 return request.approve(approver)
 
     def write_project_rules(self, rules) -> None:
+        """Add ``allow`` rules to the workspace's project policy file, create it if
+        needed, and use the new file in this chat at once (SPEC R19).
+
+        Args:
+            rules: the rule texts (list of str, e.g. ``"run_command(ls -la)"``).
+
+        Raises:
+            PolicyError: the existing file has a bad rule.
+            OSError: the file could not be read or written.
+        """
         from .policy import ApprovalPolicy
         path = os.path.join(self.workspace, PROJECT_FILE)
         project = (ApprovalPolicy.load(path, "project") if os.path.exists(path)
@@ -454,6 +593,22 @@ class Chat:
     # -- [e]: edit the arguments before they run (R20) ---------------------------------------
 
     def edit(self, request, approver) -> ToolApprovalResponse | None:
+        """[e]: edit a call's arguments, show the diff, and approve the edited call
+        (SPEC R20). A lone one-line subject is typed at the prompt; anything else
+        opens the editor.
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+            approver: the user's name (str or ``None``).
+
+        Returns:
+            ToolApprovalResponse | None: the approval with the edited arguments;
+            ``None`` when the arguments cannot be edited, the edit does not fit the
+            tool's schema, a policy denies it, or the user went back.
+
+        Raises:
+            Quit: input ended.
+        """
         import difflib
         from .policy import decide
         from .tools import schema_errors
@@ -491,6 +646,19 @@ class Chat:
         return None
 
     def edit_in_editor(self, arguments: dict) -> dict | None:
+        """Open the arguments as JSON in ``$VISUAL`` / ``$EDITOR`` (default ``vi``);
+        Ctrl-C meanwhile belongs to the editor.
+
+        Args:
+            arguments: the call's arguments (dict).
+
+        Returns:
+            dict | None: the edited object; ``None`` when the editor cannot start or
+            the result is not a JSON object (the reason is shown).
+
+        Raises:
+            OSError: the temporary file could not be written or read.
+        """
         import signal
         import subprocess
         import tempfile
@@ -610,6 +778,16 @@ class Chat:
     # -- the whole command -----------------------------------------------------------------
 
     def main(self) -> int:
+        """The whole command: answer ``--respond`` or a paused session first (SPEC R4),
+        then send the message, or start the prompt.
+
+        Returns:
+            int: the exit status (module docstring).
+
+        Raises:
+            UsageError: bad ``--respond`` answers, or no message where one is needed.
+            AgentflowError: as ``run``.
+        """
         message = [self.args.message] if self.args.message is not None else []
         if self.args.respond:
             return self.converse(message, self.responses_from_flags())
@@ -639,6 +817,12 @@ class Chat:
         return self.repl()
 
     def repl(self) -> int:
+        """The interactive prompt: one conversation until an empty line, Ctrl-D, a
+        Ctrl-C at the prompt, or a pause that is left unanswered.
+
+        Returns:
+            int: ``EXIT_OK``, ``EXIT_INTERRUPTED`` or ``EXIT_PAUSED``.
+        """
         self.say("agentflow chat — empty line or Ctrl-D to leave; Ctrl-C stops a reply, "
                  "a second Ctrl-C leaves.")
         while True:
@@ -674,13 +858,27 @@ def _sigint_deferred():
 
 
 def policy_layers(policy_file, tools, workspace=".", notes=None) -> tuple:
-    """``(run_policy, [project, user])`` for ``agentflow chat``: the ``--policy`` file
-    (``None`` without one) and the standard files (the project's in ``workspace``),
-    each checked against every built-in tool and the MCP tools in ``tools`` (a mapping
-    of name → ``Tool``). A rule on a built-in switched off in this run, or on an MCP
-    server not connected in it, is kept and simply cannot apply; ``notes`` (a list),
-    when given, gets a line naming such servers. Raises ``UsageError`` naming the file
-    and the rule."""
+    """The approval policies of ``agentflow chat`` (SPEC R19).
+
+    Each is checked against every built-in tool and the MCP tools in ``tools``. A rule
+    on a built-in switched off in this run, or on an MCP server not connected in it, is
+    kept and simply cannot apply.
+
+    Args:
+        policy_file: the ``--policy`` file's path (str), or ``None``.
+        tools: the chat's tools, a mapping of name to ``Tool``.
+        workspace: the folder whose ``.agentflow/policy.json`` is the project file.
+        notes: a list that, when given, gets a line naming MCP servers whose rules
+            cannot apply because they are not connected.
+
+    Returns:
+        tuple: ``(run_policy, [project, user])``: the ``--policy`` file's
+        ``ApprovalPolicy`` (``None`` without one) and the standard files' layers.
+
+    Raises:
+        UsageError: a file cannot be read, or has a bad rule (naming the file and
+            the rule).
+    """
     from .builtin_tools import builtin_tools
     from .errors import PolicyError
     from .policy import ApprovalPolicy, policy_name, standard_layers
@@ -774,8 +972,15 @@ def _session_problem(path: str, error: Exception) -> str:
 
 
 def cli_words(text: str) -> str:
-    """A library message with its Python words (``base_url``, ``read_timeout``,
-    ``AgentSession``) replaced by the flags a CLI user types."""
+    """A library message in the words a CLI user types.
+
+    Args:
+        text: the message (str).
+
+    Returns:
+        str: the message with its Python words (``base_url``, ``read_timeout``,
+        ``AgentSession``) replaced by the flags (``--base-url`` …).
+    """
     for pattern, words in _CLI_WORDS:
         text = pattern.sub(words, text)
     return text
@@ -805,7 +1010,20 @@ def _start_mcp_servers(specs, stack) -> list:
 
 
 def main(args) -> int:
-    """Run ``agentflow chat`` with parsed ``args``; returns the exit status."""
+    """Run ``agentflow chat``.
+
+    Args:
+        args: the ``argparse.Namespace`` of the flags ``add_arguments`` adds.
+
+    Returns:
+        int: the exit status: 0 done, 1 error, 2 bad usage, 3 paused, 130 interrupted
+        (module docstring). Errors are reported on stderr (and as an ``error`` object
+        with ``--json``), not raised.
+
+    Raises:
+        AgentflowError, ValueError, OSError: only with ``--debug``, to show the
+            traceback.
+    """
     out = Output(args.json)
 
     def fail(status: int, kind: str, message: str) -> int:

@@ -109,15 +109,7 @@ def _public_problems(modname: str) -> list[str]:
     return problems
 
 
-# Modules not yet brought to the convention (issue 10 item 6 is open for them). Strict
-# xfail: a module that becomes clean fails this test until it leaves the list, so the
-# list only shrinks.
-NOT_YET = {"agentflow.chat"}
-
-
-@pytest.mark.parametrize("modname", [
-    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="not yet converted"))
-    if m in NOT_YET else m for m in MODULES])
+@pytest.mark.parametrize("modname", MODULES)
 def test_public_names_follow_the_docstring_convention(modname):
     assert _public_problems(modname) == []
 
