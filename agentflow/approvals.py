@@ -515,6 +515,32 @@ def check_responses(responses, pending: list[ToolCall], answered: set[str],
     return by_id
 
 
+def check_approved_tools(responses: Mapping, pending: list[ToolCall],
+                         tools: Mapping) -> None:
+    """Refuse approvals of calls whose tool the agent does not have.
+
+    Args:
+        responses: call id (str) → ``ToolApprovalResponse``, as ``check_responses``
+            returns them.
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        tools: the agent's tools by name (mapping of str → ``Tool``).
+
+    Raises:
+        ApprovalError: an approved call names a tool that is not in ``tools`` (an
+            agent resumed with other tools than the run paused with); it names the
+            call ids, and nothing was executed. A rejected one is fine: it only gets
+            its ``Rejected: …`` result.
+    """
+    orphans = [c for c in pending if c.id in responses
+               and responses[c.id].approved and c.name not in tools]
+    if orphans:
+        raise ApprovalError(
+            f"approved call(s) {', '.join(c.id for c in orphans)} name tool(s) "
+            f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
+            "have; give it the tools the run paused with. Nothing was executed.",
+            [c.id for c in orphans])
+
+
 def check_edits(responses: dict, pending: list[ToolCall], tools: Mapping[str, "Tool"],
                 ledger: "ApprovalLedger | None", layers: Callable[[], list]) -> None:
     """Refuse, before anything runs, what an approval carries that cannot be used:

@@ -83,23 +83,22 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Sequence
 
-from . import policy as policies
-from .approvals import (ApprovalLedger, approval_request, check_edits, check_responses,
-                        rejection_text, resume_decision)
-from .errors import ApprovalError, LoopStateError, ProviderError
-from .policy import GateVerdict, gate_verdict, layers_in_order, object_or_none
-from .tools import FunctionTool, ResultConversionError, Tool
+from .approvals import (ApprovalLedger, approval_request, check_approved_tools, check_edits,
+                        check_responses, rejection_text, resume_decision)
+from .errors import LoopStateError, ProviderError
+from .policy import (GateVerdict, checked_layers, gate_verdict, layers_in_order,
+                     object_or_none)
+from .session import pending_calls
+from .tools import FunctionTool, Outcome, Tool, interrupted_text, run_tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
                     FinishReason, MessageRole, ToolApprovalResponse, ToolCall, ToolResult,
                     Usage)
 
 MAX_CONSECUTIVE_FAILED_ROUNDS = 3  # SPEC R13
-UNCONVERTED = "the tool ran; its result could not be converted: "  # SPEC R16
 
 
 class LoopState(enum.Enum):
@@ -182,66 +181,6 @@ class LoopMachine:
         if self._on_transition is not None:
             self._on_transition(old, event, new)
         return new
-
-
-class PendingTurn(NamedTuple):
-    """The calls of the last tool-call turn that still wait for a result (SPEC R4).
-
-    Attributes:
-        insert_at: the position in the messages right after that assistant message and
-            the ``tool`` results that follow it: where new results go (R6).
-        calls: its calls without a result, in call order (list of ``ToolCall``).
-        answered: the ids (set of str) of its calls that have a result.
-    """
-
-    insert_at: int
-    calls: list
-    answered: set
-
-
-class Outcome(NamedTuple):
-    """What a call produced: ``text`` sent to the model, and whether it ``failed``
-    (an ``Error: …`` result, counted by SPEC R13)."""
-
-    text: str
-    failed: bool
-
-
-def pending_calls(messages: Sequence[ChatMessage]) -> PendingTurn:
-    """Find the calls still waiting for a result (SPEC R4).
-
-    Args:
-        messages: the conversation, oldest first.
-
-    Returns:
-        A ``PendingTurn``; ``PendingTurn(len(messages), [], set())`` when no assistant
-        message has tool calls.
-    """
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
-        if message.role is MessageRole.ASSISTANT and message.tool_calls:
-            ids = {call.id for call in message.tool_calls}
-            insert_at = position + 1
-            answered: set[str] = set()
-            while (insert_at < len(messages) and messages[insert_at].role is MessageRole.TOOL
-                   and messages[insert_at].tool_call_id in ids):
-                answered.add(messages[insert_at].tool_call_id)
-                insert_at += 1
-            pending = [call for call in message.tool_calls if call.id not in answered]
-            return PendingTurn(insert_at, pending, answered)
-    return PendingTurn(len(messages), [], set())
-
-
-def interrupted_text(tool: str) -> str:
-    """The result of a call that started and never finished (SPEC R16).
-
-    Args:
-        tool: the tool's name (str).
-
-    Returns:
-        str: ``Error: interrupted: <tool> may have partly run and was not run again``.
-    """
-    return f"Error: interrupted: {tool} may have partly run and was not run again"
 
 
 @dataclass
@@ -330,6 +269,7 @@ class FunctionInvokingChatClient:
 
     Raises:
         ValueError: two tools share a name.
+        TypeError: ``policy`` holds something that is not an ``ApprovalPolicy``.
         PolicyError: a policy rule that can never match these tools (R19).
     """
 
@@ -346,14 +286,7 @@ class FunctionInvokingChatClient:
                              "could not tell them apart")
         self._by_name = {t.name: t for t in self.tools}
         self.on_transition = on_transition
-        layers = [] if policy is None else [policy] if isinstance(
-            policy, policies.ApprovalPolicy) else list(policy)
-        for layer in layers:
-            if not isinstance(layer, policies.ApprovalPolicy):
-                raise TypeError(f"policy must be an ApprovalPolicy or a list of them, got "
-                                f"{type(layer).__name__}")
-            layer.check(self._by_name)
-        self.policies = layers
+        self.policies = checked_layers(policy, self._by_name)
 
     def _tool(self, name: str) -> Tool | None:
         return self._by_name.get(name)
@@ -425,14 +358,7 @@ class FunctionInvokingChatClient:
                                          answered, run.started)
         if run.approvals is not None:
             run.approvals.check(pending, run.responses)
-        orphans = [c for c in pending if c.id in run.responses
-                   and run.responses[c.id].approved and self._tool(c.name) is None]
-        if orphans:
-            raise ApprovalError(
-                f"approved call(s) {', '.join(c.id for c in orphans)} name tool(s) "
-                f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
-                "have; give it the tools the run paused with. Nothing was executed.",
-                [c.id for c in orphans])
+        check_approved_tools(run.responses, pending, self._by_name)
         if run.options.policy is not None:
             run.options.policy.check(self._by_name)
         check_edits(run.responses, pending, self._by_name, run.approvals,
@@ -467,7 +393,8 @@ class FunctionInvokingChatClient:
 
     def _call_model(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         tools_enabled = run.failed_rounds < MAX_CONSECUTIVE_FAILED_ROUNDS  # R13
-        options = run.options if tools_enabled else _without_tools(run.options)
+        options = (run.options if tools_enabled
+                   else dataclasses.replace(run.options, tool_choice="none"))
         finish = None
         for update in self.inner.run(run.messages, options, tools=self.tools):
             if isinstance(update, Finish):
@@ -563,43 +490,7 @@ class FunctionInvokingChatClient:
         return ran > 0 and failures == ran
 
     def _invoke(self, run: RunState, call: ToolCall) -> Outcome:
-        """Run one call (R13, R14), written ahead (R16)."""
-        tool = self._tool(call.name)
-        if tool is None:
-            return Outcome(f"Error: unknown tool '{call.name}'", True)
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except (ValueError, RecursionError) as exc:
-            return Outcome(f"Error: arguments are not valid JSON: {exc}", True)
-        if not isinstance(arguments, dict):
-            return Outcome("Error: arguments are not valid JSON: expected an object, got "
-                           f"{type(arguments).__name__}", True)
-        run.record_start(call)
-        try:
-            result = tool.invoke(arguments)
-        except (KeyboardInterrupt, SystemExit):
-            run.store(ChatMessage.tool(interrupted_text(call.name), call.id))
-            raise
-        except ResultConversionError as exc:
-            return Outcome(UNCONVERTED + _text(exc), False)
-        except Exception as exc:  # the model hears about it; the loop goes on (R13)
-            return Outcome(f"Error: {type(exc).__name__}: {_text(exc)}", True)
-        if isinstance(result, str):
-            return Outcome(result, False)
-        try:
-            return Outcome(str(result), False)
-        except Exception as exc:  # it ran: say so, never "Error" (R16)
-            return Outcome(f"{UNCONVERTED}{type(exc).__name__}: {_text(exc)}", False)
-
-
-def _text(exc: BaseException) -> str:
-    """``str(exc)``, or a stand-in when even that fails: what a tool raises must never
-    break the loop or a save (R16)."""
-    try:
-        return str(exc)
-    except Exception:
-        return f"<{type(exc).__name__} whose message could not be read>"
-
-
-def _without_tools(options: AgentRunOptions) -> AgentRunOptions:
-    return dataclasses.replace(options, tool_choice="none")
+        """Run one call (R13, R14), written ahead (R16): ``run_tool`` with this run's
+        write-ahead record, and the interrupted result stored if the tool is stopped."""
+        return run_tool(self._tool(call.name), call, run.record_start, lambda: run.store(
+            ChatMessage.tool(interrupted_text(call.name), call.id)))

@@ -705,6 +705,30 @@ class GateVerdict(NamedTuple):
     layer: str | None = None
 
 
+def checked_layers(policy, tools: Mapping) -> list:
+    """A client's configured policies as a list of layers, each checked (SPEC R19).
+
+    Args:
+        policy: ``None``, an ``ApprovalPolicy``, or an iterable of them in layer order.
+        tools: the client's tools by name (mapping of str → ``Tool``).
+
+    Returns:
+        list[ApprovalPolicy]: the layers, in the order given (empty for ``None``).
+
+    Raises:
+        TypeError: an item is not an ``ApprovalPolicy``.
+        PolicyError: a rule can never match these tools (``ApprovalPolicy.check``).
+    """
+    layers = [] if policy is None else [policy] if isinstance(
+        policy, ApprovalPolicy) else list(policy)
+    for layer in layers:
+        if not isinstance(layer, ApprovalPolicy):
+            raise TypeError(f"policy must be an ApprovalPolicy or a list of them, got "
+                            f"{type(layer).__name__}")
+        layer.check(tools)
+    return layers
+
+
 def layers_in_order(run_policy, ledger: ApprovalLedger | None, configured: list,
                     now: float) -> list:
     """The policy layers in their fixed order (SPEC R19).

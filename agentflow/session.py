@@ -33,16 +33,56 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple, Sequence
 
 from .approvals import ApprovalLedger, approval_request
 from .canonical import canonical_json
 from .errors import SessionError, SessionIntegrityError, SessionLockedError
-from .types import ChatMessage, ToolApprovalRequest, ToolCall
+from .types import ChatMessage, MessageRole, ToolApprovalRequest, ToolCall
 
 SCHEMA_VERSION = 3
 _READABLE_VERSIONS = (1, 2, 3)  # 1: before the approval ledger; 2: before revision, running
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class PendingTurn(NamedTuple):
+    """The calls of the last tool-call turn that still wait for a result (SPEC R4).
+
+    Attributes:
+        insert_at: the position in the messages right after that assistant message and
+            the ``tool`` results that follow it: where new results go (R6).
+        calls: its calls without a result, in call order (list of ``ToolCall``).
+        answered: the ids (set of str) of its calls that have a result.
+    """
+
+    insert_at: int
+    calls: list
+    answered: set
+
+
+def pending_calls(messages: Sequence[ChatMessage]) -> PendingTurn:
+    """Find the calls still waiting for a result (SPEC R4).
+
+    Args:
+        messages: the conversation, oldest first.
+
+    Returns:
+        A ``PendingTurn``; ``PendingTurn(len(messages), [], set())`` when no assistant
+        message has tool calls.
+    """
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if message.role is MessageRole.ASSISTANT and message.tool_calls:
+            ids = {call.id for call in message.tool_calls}
+            insert_at = position + 1
+            answered: set[str] = set()
+            while (insert_at < len(messages) and messages[insert_at].role is MessageRole.TOOL
+                   and messages[insert_at].tool_call_id in ids):
+                answered.add(messages[insert_at].tool_call_id)
+                insert_at += 1
+            pending = [call for call in message.tool_calls if call.id not in answered]
+            return PendingTurn(insert_at, pending, answered)
+    return PendingTurn(len(messages), [], set())
 
 
 @dataclass
@@ -70,7 +110,6 @@ class AgentSession:
     def pending_tool_calls(self) -> list[ToolCall]:
         """The calls of the last tool-call turn that have no result yet: the ones a
         resume will answer (SPEC R4). Empty when the session is not paused."""
-        from .function_invoking import pending_calls
         return pending_calls(self.messages).calls
 
     def approval_requests(self, tools=()) -> list[ToolApprovalRequest]:

@@ -32,7 +32,7 @@ import re
 import types
 import typing
 import warnings
-from typing import Any, Callable, Literal, Union
+from typing import Any, Callable, Literal, NamedTuple, Union
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -109,6 +109,88 @@ class ResultConversionError(Exception):
     """A tool ran, but its result could not be turned into text. The loop reports
     ``the tool ran; its result could not be converted: …`` and never ``Error: …``,
     which would invite the model to run the side effect again (SPEC R16)."""
+
+UNCONVERTED = "the tool ran; its result could not be converted: "  # SPEC R16
+
+
+class Outcome(NamedTuple):
+    """What a call produced: ``text`` sent to the model, and whether it ``failed``
+    (an ``Error: …`` result, counted by SPEC R13)."""
+
+    text: str
+    failed: bool
+
+
+def interrupted_text(tool: str) -> str:
+    """The result of a call that started and never finished (SPEC R16).
+
+    Args:
+        tool: the tool's name (str).
+
+    Returns:
+        str: ``Error: interrupted: <tool> may have partly run and was not run again``.
+    """
+    return f"Error: interrupted: {tool} may have partly run and was not run again"
+
+
+def run_tool(tool: Tool | None, call, before_running: Callable[[Any], None],
+             on_interrupt: Callable[[], None]) -> Outcome:
+    """Run one of the model's calls and turn what happens into the result text.
+
+    Args:
+        tool: the ``Tool`` the call names, or ``None`` when no tool has that name.
+        call: the ``ToolCall``; its ``arguments`` (JSON text, ``""`` meaning ``{}``)
+            must decode to an object.
+        before_running: called with ``call`` right before the tool runs, never for a
+            call that is refused first: the write-ahead record (SPEC R16). What it
+            raises propagates, and the tool does not run.
+        on_interrupt: called when ``KeyboardInterrupt`` or ``SystemExit`` leaves the
+            tool, before it propagates (the loop stores ``Error: interrupted: …``).
+
+    Returns:
+        Outcome: ``Error: unknown tool '<name>'`` or ``Error: arguments are not valid
+        JSON: …`` (failed, R14); ``Error: <Type>: <message>`` when the tool raises
+        (failed, R13); ``the tool ran; its result could not be converted: …`` when
+        it raised ``ResultConversionError`` or its result's ``str()`` failed (not
+        failed, R16); else the result, ``str()`` of it when not a str.
+
+    Raises:
+        KeyboardInterrupt, SystemExit: from inside the tool, after ``on_interrupt``.
+    """
+    if tool is None:
+        return Outcome(f"Error: unknown tool '{call.name}'", True)
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except (ValueError, RecursionError) as exc:
+        return Outcome(f"Error: arguments are not valid JSON: {exc}", True)
+    if not isinstance(arguments, dict):
+        return Outcome("Error: arguments are not valid JSON: expected an object, got "
+                       f"{type(arguments).__name__}", True)
+    before_running(call)
+    try:
+        result = tool.invoke(arguments)
+    except (KeyboardInterrupt, SystemExit):
+        on_interrupt()
+        raise
+    except ResultConversionError as exc:
+        return Outcome(UNCONVERTED + _text(exc), False)
+    except Exception as exc:  # the model hears about it; the loop goes on (R13)
+        return Outcome(f"Error: {type(exc).__name__}: {_text(exc)}", True)
+    if isinstance(result, str):
+        return Outcome(result, False)
+    try:
+        return Outcome(str(result), False)
+    except Exception as exc:  # it ran: say so, never "Error" (R16)
+        return Outcome(f"{UNCONVERTED}{type(exc).__name__}: {_text(exc)}", False)
+
+
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in when even that fails: what a tool raises must never
+    break the loop or a save (R16)."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__} whose message could not be read>"
 
 
 class FunctionTool(Tool):
