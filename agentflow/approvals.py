@@ -498,7 +498,9 @@ def check_responses(responses, pending: list[ToolCall], answered: set[str],
     if begun:
         problems.append(f"call(s) {', '.join(begun)} already started in an earlier run that "
                         "never finished (R16): they are not run again; run with no responses, "
-                        "run([], session), to answer them 'interrupted' and go on")
+                        "run([], session), to answer them 'interrupted' and go on. (A store's "
+                        "open() refuses a session whose run is still alive in another "
+                        "worker; outside a store, make sure no process still runs them)")
     if problems:
         waiting = sorted(pending_ids - set(started))
         if waiting:

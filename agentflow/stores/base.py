@@ -9,7 +9,17 @@ older than the store's gets ``SessionConflictError`` and nothing is written, so 
 workers resuming one pause cannot both run its calls (the loser's write-ahead record
 is refused before its tool runs), and no write can put an older state back.
 
-Subclasses implement three primitives on text: ``_fetch``, ``_swap`` and ``_waiting``.
+Revisions alone cannot tell a crashed worker from a live one: a call recorded as
+started (``session.running``, R16) is either still running somewhere or was cut short.
+So a worker that has a session open for a run holds a **lease** on it, which its
+death releases (an OS lock, a database session lock; a SIGKILL included). Another
+worker's ``open`` or write meanwhile gets ``SessionLockedError`` (a
+``SessionConflictError``) naming the call running there, and never answers that call
+``interrupted``; a started call found by a worker that holds the lease is one whose
+worker is gone.
+
+Subclasses implement four primitives: ``_fetch``, ``_swap``, ``_waiting`` on text,
+``_remove``, and the lease, ``_acquire``.
 """
 
 from __future__ import annotations
@@ -17,10 +27,11 @@ from __future__ import annotations
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..approvals import approval_request
-from ..errors import SessionConflictError, SessionError, SessionIntegrityError
+from ..errors import (SessionConflictError, SessionError, SessionIntegrityError,
+                      SessionLockedError)
 from ..session import AgentSession, decode, encode
 
 
@@ -138,6 +149,37 @@ def conflict(session_id: str, expected: int, held: int | None) -> SessionConflic
         "see what the other worker did.")
 
 
+def in_use(subject: str, session: AgentSession | None, who: str = "another worker",
+           now: float | None = None) -> SessionLockedError:
+    """The error for a session another live worker holds (SPEC R16, R22).
+
+    Args:
+        subject: what names the session to a reader (str): ``session 'ID'``, a path.
+        session: the session as stored, to name the calls running there, or ``None``
+            when it could not be read.
+        who: the holder, as the store can name it (str).
+        now: POSIX seconds (default: the clock), for how long a call has run.
+
+    Returns:
+        SessionLockedError: the error to raise, saying what runs there and what to do.
+    """
+    now = time.time() if now is None else now
+    running = sorted(session.running.items(), key=lambda item: item[1]["started_at"]) \
+        if session is not None else []
+    if running:
+        since = running[0][1]["started_at"]
+        calls = ", ".join(f"{call_id} ({record['tool']})" for call_id, record in running)
+        what = (f"call{'s' if len(running) > 1 else ''} {calls} "
+                f"{'are' if len(running) > 1 else 'is'} running there since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(since))} "
+                f"({max(0.0, now - since):.0f} s)")
+    else:
+        what = "it has the session open for a run"
+    return SessionLockedError(
+        f"{subject} is in use by {who}: {what}; try again when it "
+        "finishes. Nothing was run or saved here.")
+
+
 class SessionStore:
     """Keeps sessions by id; every write is a compare-and-swap on ``revision``
     (SPEC R22). Use ``open`` for a run; ``load``/``save`` for one read or write;
@@ -150,6 +192,7 @@ class SessionStore:
 
     def __init__(self, secret: str | bytes | None = None):
         self.secret = secret
+        self._open: dict[str, Callable[[], None]] = {}  # id -> release of its lease
 
     # -- what a subclass provides --------------------------------------------------------
 
@@ -169,13 +212,27 @@ class SessionStore:
         oldest first (sessions with none may be among them)."""
         raise NotImplementedError
 
+    def _remove(self, session_id: str) -> None:
+        """Remove the session; nothing when there is none."""
+        raise NotImplementedError
+
+    def _acquire(self, session_id: str) -> Callable[[], None] | None:
+        """Take the session's lease without waiting: the function that releases it,
+        or ``None`` when another worker (or another ``open`` of this store) holds it.
+        The holder's death, however abrupt, must release it. Default: no lease."""
+        return lambda: None
+
     def delete(self, session_id: str) -> None:
         """Remove the session; nothing when there is none.
 
         Args:
             session_id: the session's id (str).
+
+        Raises:
+            SessionLockedError: another worker has it open.
         """
-        raise NotImplementedError
+        with self._leased(check_session_id(session_id)):
+            self._remove(session_id)
 
     def close(self) -> None:
         """Release the store's connection or handles."""
@@ -221,13 +278,16 @@ class SessionStore:
             str: the JSON text written.
 
         Raises:
+            SessionLockedError: another worker has it open (``open``); nothing was
+                written.
             SessionConflictError: another worker wrote it since it was read; nothing
                 was written.
         """
         check_session_id(session_id)
         revision = session.revision + 1
         text = encode({**session.to_dict(), "revision": revision}, self.secret)
-        self._swap(session_id, session.revision, text, waiting_since(session))
+        with self._leased(session_id):
+            self._swap(session_id, session.revision, text, waiting_since(session))
         session.revision = revision
         return text
 
@@ -239,6 +299,10 @@ class SessionStore:
         ``SessionConflictError``, which leaves the stored session as the other
         worker wrote it.
 
+        While the block runs, this worker holds the session's lease: other workers'
+        ``open`` and writes are refused, so a started call another worker finds in the
+        session is one whose worker is gone, never one still running here (R16).
+
         Args:
             session_id: the session's id (str, see ``check_session_id``).
 
@@ -246,8 +310,23 @@ class SessionStore:
             AgentSession: the session, bound to this store.
 
         Raises:
+            SessionLockedError: at once, before anything is read: another worker (or
+                another ``open`` of this store) has the session open; the message names
+                the call running there.
             SessionConflictError: when a write finds that another worker wrote first.
         """
+        check_session_id(session_id)
+        release = None if session_id in self._open else self._acquire(session_id)
+        if release is None:
+            raise self._in_use(session_id)
+        self._open[session_id] = release
+        try:
+            yield from self._opened(session_id)
+        finally:
+            del self._open[session_id]
+            release()
+
+    def _opened(self, session_id: str) -> Iterator[AgentSession]:
         try:
             session = self.load(session_id)
         except KeyError:
@@ -266,6 +345,28 @@ class SessionStore:
                 session.checkpoint()
         finally:
             session._store = None
+
+    @contextlib.contextmanager
+    def _leased(self, session_id: str) -> Iterator[None]:
+        """Hold the lease for one write, unless an ``open`` of this store holds it."""
+        if session_id in self._open:
+            yield
+            return
+        release = self._acquire(session_id)
+        if release is None:
+            raise self._in_use(session_id)
+        try:
+            yield
+        finally:
+            release()
+
+    def _in_use(self, session_id: str, subject: str | None = None,
+                who: str = "another worker") -> SessionLockedError:
+        try:
+            session = self.load(session_id)
+        except Exception:  # the error is about the lease; the session is read to say more
+            session = None
+        return in_use(subject or f"session {session_id!r}", session, who)
 
     def pending(self, now: float | None = None) -> list[PendingEntry]:
         """Every call that waits for approval, across all sessions, oldest first: the

@@ -6,8 +6,9 @@ whether it is the latest one:
 
 * ``ID.json`` — the session, replaced atomically (temporary file, fsync, rename,
   fsync of the folder) on every write;
-* ``ID.json.lock`` — the OS lock held while a process has the session open, so a
-  second process gets ``SessionLockedError`` (a ``SessionConflictError``) at once;
+* ``ID.json.lock`` — the OS lock held while a process has the session open (the
+  store's lease), so a second process gets ``SessionLockedError`` (a
+  ``SessionConflictError``) at once; the kernel releases it when its holder dies;
 * ``ID.json.rev`` — the highest revision this store wrote. A write is a
   compare-and-swap against it (and the file's own revision); a session file whose
   revision is *lower* is a restored older copy and is refused on load
@@ -29,7 +30,7 @@ import contextlib
 import os
 import re
 
-from ..errors import SessionIntegrityError
+from ..errors import SessionIntegrityError, SessionLockedError
 from ..session import AgentSession, _FileLock, decode, write_atomically
 from .base import SessionStore, check_session_id, conflict
 
@@ -50,7 +51,6 @@ class FileStore(SessionStore):
         self.directory = os.fspath(directory)
         self.suffix = suffix
         os.makedirs(self.directory, exist_ok=True)
-        self._held: dict[str, _FileLock] = {}  # path -> the lock an open() holds
 
     def __repr__(self) -> str:
         return f"FileStore({self.directory!r})"
@@ -105,13 +105,12 @@ class FileStore(SessionStore):
         return session
 
     def _swap(self, session_id: str, expected: int, text: str, waiting) -> None:
-        path = self.path(session_id)
-        with self._locked(path):
-            held = max(_read_mark(path), _file_revision(path, self.secret))
-            if held != expected:
-                raise conflict(session_id, expected, held)
-            write_atomically(path, text)
-            _write_mark(path, expected + 1)
+        path = self.path(session_id)  # the caller holds the lock: compare, then write
+        held = max(_read_mark(path), _file_revision(path, self.secret))
+        if held != expected:
+            raise conflict(session_id, expected, held)
+        write_atomically(path, text)
+        _write_mark(path, expected + 1)
 
     def _waiting(self):  # every session: a folder has no index to ask
         for name in sorted(os.listdir(self.directory)):
@@ -121,44 +120,35 @@ class FileStore(SessionStore):
                 if found is not None:
                     yield (session_id, *found)
 
-    def delete(self, session_id: str) -> None:
+    def _remove(self, session_id: str) -> None:
         path = self.path(session_id)
-        with self._locked(path):
-            for name in (path, path + ".rev"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name)
+        for name in (path, path + ".rev"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
 
-    # -- the lock ------------------------------------------------------------------------
+    def _acquire(self, session_id: str):
+        return os_lease(self.path(session_id) + ".lock")
 
-    def open(self, session_id: str):
-        """As ``SessionStore.open``, holding the session's OS lock for the whole block.
-
-        Args:
-            session_id: the session's id (str, see ``check_session_id``).
-
-        Raises:
-            SessionLockedError: another process has the session open.
-        """
-        return self._open_locked(session_id)
-
-    @contextlib.contextmanager
-    def _open_locked(self, session_id: str):
+    def _in_use(self, session_id: str, subject=None, who="") -> SessionLockedError:
         path = self.path(session_id)
-        with _FileLock(path + ".lock") as lock:
-            self._held[path] = lock
-            try:
-                with SessionStore.open(self, session_id) as session:
-                    yield session
-            finally:
-                del self._held[path]
+        return super()._in_use(session_id, path, f"another process (it holds {path}.lock)")
 
-    @contextlib.contextmanager
-    def _locked(self, path: str):
-        if path in self._held:
-            yield
-        else:
-            with _FileLock(path + ".lock"):
-                yield
+
+def os_lease(path: str):
+    """A store's lease as an OS lock on the file ``path`` (``SessionStore._acquire``),
+    which the kernel drops when the holder dies, SIGKILL included.
+
+    Args:
+        path: the lock file (str); its folder must exist.
+
+    Returns:
+        the function that releases it, or ``None`` when another holder has it.
+    """
+    try:
+        lock = _FileLock(path).__enter__()
+    except SessionLockedError:
+        return None
+    return lambda: lock.__exit__(None, None, None)
 
 
 def read_file(path: str, secret) -> AgentSession:

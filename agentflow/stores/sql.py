@@ -17,16 +17,32 @@ lock up front, ``timeout`` seconds of waiting for it). PostgreSQL (``psycopg`` 3
 extra ``agentflow[postgres]``, imported only when a ``PostgresStore`` is made) serves
 workers on many machines; its row lock makes a second ``UPDATE`` of the same row wait
 for the first, then find the revision changed.
+
+The lease (who has a session open for a run, SPEC R16, R22), released by the holder's
+death however abrupt:
+
+* SQLite: an OS lock (``flock``; ``msvcrt.locking`` on Windows) on a lock file per
+  session, ``PATH-locks/<sha256 of the id>.lock`` beside the database, held on an open
+  descriptor: the kernel drops it when the process dies, SIGKILL included. The file
+  exists only while held. One machine, as SQLite itself; not on a network file system.
+* PostgreSQL: a session-level advisory lock, ``pg_try_advisory_lock`` on a 64-bit hash
+  of the id, held by the store's connection; the server drops it when that connection
+  ends. A worker that vanishes without closing its connection (a machine powered off, a
+  cut network) holds it until the server notices: set TCP keepalives (libpq
+  ``keepalives_idle`` … or the server's ``tcp_keepalives_*``) to bound that. Needs a
+  real session per connection: not through a pooler in transaction mode.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 
 from ..errors import SessionError
 from .base import SessionStore, conflict
+from .files import os_lease
 
 _TABLE = "agentflow_sessions"
 _SCHEMA = (
@@ -75,7 +91,7 @@ class _SQLStore(SessionStore):
         return self._execute(f"SELECT id, revision, data FROM {_TABLE} WHERE waiting_since "
                              "IS NOT NULL ORDER BY waiting_since").fetchall()
 
-    def delete(self, session_id: str) -> None:
+    def _remove(self, session_id: str) -> None:
         with self._transaction():
             self._execute(f"DELETE FROM {_TABLE} WHERE id = ?", (session_id,))
 
@@ -120,6 +136,12 @@ class SQLiteStore(_SQLStore):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+    def _acquire(self, session_id: str):
+        folder = self.path + "-locks"
+        os.makedirs(folder, exist_ok=True)
+        name = hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+        return os_lease(os.path.join(folder, name + ".lock"))
 
     @contextlib.contextmanager
     def _transaction(self):
@@ -174,6 +196,18 @@ class PostgresStore(_SQLStore):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"
+
+    def _acquire(self, session_id: str):
+        digest = hashlib.sha256(b"agentflow session " + session_id.encode("utf-8")).digest()
+        key = int.from_bytes(digest[:8], "big", signed=True)
+        if not self._execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]:
+            return None
+
+        def release() -> None:
+            import psycopg
+            with contextlib.suppress(psycopg.Error):  # a lost connection released it
+                self._execute("SELECT pg_advisory_unlock(?)", (key,))
+        return release
 
     def _transaction(self):
         return self._db.transaction()
