@@ -3,17 +3,20 @@
 
 Each test asserts what the store holds and how many times a tool really ran."""
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatMessage,
-                       FinishReason, ToolApprovalResponse, tool)
+                       FinishReason, ToolApprovalResponse, ToolResult, tool)
 from agentflow.canonical import arguments_digest
-from agentflow.errors import SessionConflictError, SessionIntegrityError
+from agentflow.errors import SessionConflictError, SessionIntegrityError, SessionLockedError
 from agentflow.replay import ReplayServer, chat_stream
 from agentflow.types import ToolCall
 from agentflow.stores import PendingEntry, open_store
@@ -137,24 +140,23 @@ def test_r16_the_start_of_a_call_is_stored_before_the_tool_runs(store, store_url
 
 
 def test_r22_a_second_worker_resuming_the_same_pause_runs_nothing(store_url, make_agent):
-    """Two workers hold the same paused revision; the first runs the call, the
-    second's write-ahead record is refused before its tool runs. (The file store
-    refuses the second worker sooner, at open, with its lock.)"""
+    """While one worker has the session open, another's open and writes are refused at
+    once (the lease, SPEC R16, R22), also one based on a copy read before."""
     payments = Payments()
     with open_store(store_url) as store:
         agent, _ = pause(make_agent, store, "s", payments, chat_stream(text="Paid."))
     with open_store(store_url) as one, open_store(store_url) as two:
+        stale = two.load("s")
         with one.open("s") as first:
-            if store_url.startswith("file://"):
-                with pytest.raises(SessionConflictError, match="in use by another process"):
-                    two.open("s").__enter__()
-                list(agent.run([], first, approve()))
-            else:
-                with two.open("s") as second:
-                    assert first.revision == second.revision
-                    list(agent.run([], first, approve()))
-                    with pytest.raises(SessionConflictError, match="another worker"):
-                        list(agent.run([], second, approve()))
+            with pytest.raises(SessionLockedError, match="is in use by another (worker|proc)"):
+                two.open("s").__enter__()
+            with pytest.raises(SessionLockedError, match="it has the session open for a run"):
+                two.save("s", stale)
+            with pytest.raises(SessionLockedError, match="in use"):
+                one.open("s").__enter__()  # the same store, twice: refused too
+            list(agent.run([], first, approve()))
+        with pytest.raises(SessionConflictError, match="read at revision 2"):
+            two.save("s", stale)  # released: the revision decides now
     assert payments.ran == [120]
     with open_store(store_url) as store:
         held = store.load("s")
@@ -202,39 +204,132 @@ def test_r22_open_saves_nothing_when_nothing_changed(store):
 
 # -- two processes ------------------------------------------------------------------------
 
-def test_r22_two_processes_resume_the_same_pause(store_url, make_agent, tmp_path):
-    """Both workers have read the paused session before either resumes; exactly one
-    runs the call, the other gets SessionConflictError (or, from the file store's
-    lock, SessionLockedError, a kind of it) and runs nothing."""
+def worker(store_url, base_url, log, *flags):
+    """tests/worker.py resuming session ``s`` of the store, its pipes open."""
+    return subprocess.Popen(
+        [sys.executable, os.path.join(HERE, "worker.py"), store_url, "s", base_url, str(log),
+         *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+
+
+def test_r22_three_processes_resume_the_same_pause(store_url, make_agent, tmp_path):
+    """Three workers resume one pause at once: the first to open it runs the call, the
+    other two get SessionLockedError (a SessionConflictError) and run nothing."""
     payments = Payments()
     with open_store(store_url) as store:
         pause(make_agent, store, "s", payments)
     log = tmp_path / "ran.log"
     with ReplayServer([chat_stream(text="Paid.")]) as server:
-        workers = [subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "worker.py"), store_url, "s",
-             server.base_url, str(log), "--respond", "c1=yes", "--wait"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
+        workers = [worker(store_url, server.base_url, log, "--respond", "c1=yes", "--wait")
+                   for _ in range(3)]
         firsts = [w.stdout.readline().strip() for w in workers]  # each has read, or failed
-        for worker, first in zip(workers, firsts):
-            if first == "loaded":
-                worker.stdin.write("go\n")
-                worker.stdin.flush()
+        for each, first in zip(workers, firsts):
+            if first == "loaded":  # it holds the session until now
+                each.stdin.write("go\n")
+                each.stdin.flush()
         outs = [w.communicate(timeout=60) for w in workers]
-    lasts = sorted(first if first != "loaded" else out.split()[-1]
-                   for first, (out, _) in zip(firsts, outs))
-    if store_url.startswith("file://"):
-        assert sorted(firsts) == ["SessionLockedError", "loaded"], outs
-        assert lasts == ["SessionLockedError", "stop"], outs
-    else:
-        assert firsts == ["loaded", "loaded"], outs
-        assert lasts == ["SessionConflictError", "stop"], outs
+    assert sorted(firsts) == ["SessionLockedError", "SessionLockedError", "loaded"], outs
+    assert sorted(out.split()[-1] for first, (out, _) in zip(firsts, outs)
+                  if first == "loaded") == ["stop"], outs
+    assert all("try again when it finishes" in err for first, (_, err) in zip(firsts, outs)
+               if first != "loaded"), outs
     assert log.read_text() == "transfer 120\n"
     with open_store(store_url) as store:
         held = store.load("s")
     assert [r.outcome for r in held.audit] == ["approved"]
     assert [m.content for m in held.messages][-2:] == ["sent 120", "Paid."]
+
+
+def test_r16_a_call_running_in_a_live_worker_is_not_taken_for_interrupted(store_url,
+                                                                          make_agent,
+                                                                          tmp_path):
+    """Worker A runs the approved call (and waits inside it); meanwhile B wants to go
+    on with no responses. B is told the call runs in A and stores nothing, through
+    open or through a copy it loaded; A's result is stored, and the next run hears it,
+    not 'interrupted'."""
+    payments = Payments()
+    with open_store(store_url) as store:
+        agent, server = pause(make_agent, store, "s", payments,
+                              chat_stream(text="Should not be asked."),
+                              chat_stream(text="It went out."))
+    log = tmp_path / "ran.log"
+    with ReplayServer([chat_stream(text="Paid.")]) as a_server:
+        a = worker(store_url, a_server.base_url, log, "--respond", "c1=yes", "--wait-in-tool")
+        try:
+            assert a.stdout.readline().strip() == "in tool", a.communicate()
+            with open_store(store_url) as b:
+                with pytest.raises(SessionLockedError,
+                                   match=r"in use by another .*: call c1 \(transfer\) is "
+                                         r"running there since \d{4}-\d\d-\d\d "
+                                         r"\d\d:\d\d:\d\d UTC \(\d+ s\); try again when "
+                                         "it finishes"):
+                    with b.open("s") as session:
+                        list(agent.run([], session))
+                copy = b.load("s")
+                assert list(copy.running) == ["c1"]
+                list(agent.run([], copy))  # in memory it answers c1 'interrupted' ...
+                with pytest.raises(SessionLockedError, match="call c1 .* is running there"):
+                    b.save("s", copy)  # ... but cannot store that while A lives
+        finally:
+            a.stdin.write("done\n")
+            a.stdin.flush()
+            out, err = a.communicate(timeout=60)
+    assert out.splitlines()[-1] == "stop", err
+    assert log.read_text() == "transfer 120\n"
+    with open_store(store_url) as store:
+        with store.open("s") as session:
+            assert session.running == {}
+            assert [m.content for m in session.messages][-2:] == ["sent 120", "Paid."]
+            updates = list(agent.run("did it go out?", session))
+    assert updates[-1].finish_reason is FinishReason.STOP
+    assert "interrupted" not in json.dumps(server.requests[-1].json)
+    assert [m["content"] for m in server.requests[-1].json["messages"]][-3:] == [
+        "sent 120", "Paid.", "did it go out?"]
+
+
+def test_r16_a_worker_killed_in_the_tool_leaves_its_call_interrupted(store_url, make_agent,
+                                                                     tmp_path):
+    """SIGKILL of the worker inside the tool releases its lease (the kernel closes its
+    lock file or its database connection): the next worker may open the session, and
+    answers the call 'interrupted' instead of running it again."""
+    payments = Payments()
+    with open_store(store_url) as store:
+        agent, _ = pause(make_agent, store, "s", payments,
+                         chat_stream(text="It may have gone out."))
+    log = tmp_path / "ran.log"
+    with ReplayServer([chat_stream(text="never reached")]) as server:
+        a = worker(store_url, server.base_url, log, "--respond", "c1=yes", "--stop-at", "tool")
+        try:
+            assert a.stdout.readline().strip() == "at tool", a.communicate()
+        finally:
+            a.send_signal(signal.SIGKILL)
+            a.communicate(timeout=60)
+    with open_store(store_url) as store:
+        with opened_when_released(store, "s") as session:
+            updates = list(agent.run([], session))
+    assert [(u.call_id, u.result) for u in updates if isinstance(u, ToolResult)] == [
+        ("c1", "Error: interrupted: transfer may have partly run and was not run again")]
+    assert log.read_text() == "transfer 120\n" and payments.ran == []
+
+
+@contextlib.contextmanager
+def opened_when_released(store, session_id):
+    """``store.open``, once the lease of a killed worker is gone: PostgreSQL drops its
+    advisory lock when the server sees the connection closed, a moment after the
+    process died."""
+    deadline = time.monotonic() + 30  # only against a hang
+    while True:
+        try:
+            opened = store.open(session_id)
+            session = opened.__enter__()
+            break
+        except SessionLockedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    with contextlib.ExitStack() as stack:
+        stack.push(opened)
+        yield session
 
 
 # -- a restored older file (issue 11, item 4) ---------------------------------------------

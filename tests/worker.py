@@ -2,6 +2,7 @@
 
     python tests/worker.py WHERE SESSION BASE_URL LOG [--respond CALL=yes|no]
                            [--stop-at before-start|tool|after-result] [--wait]
+                           [--wait-in-tool]
 
 It resumes the paused session SESSION in WHERE (a store URL, or a file path for
 ``AgentSession.open``) with the given responses. Its one tool, ``transfer`` (needs
@@ -9,8 +10,9 @@ approval), appends a line to LOG each time it really runs.
 
 Synchronisation goes through the pipes, never through sleeps: ``--wait`` prints
 ``loaded`` once the session is read and then waits for a line on stdin before
-resuming; ``--stop-at`` prints ``at POINT`` and blocks there until the test kills the
-process. The last line is the finish reason, or the name of the error it raised.
+resuming; ``--wait-in-tool`` prints ``in tool`` inside the tool, after its line in
+LOG, and waits for a line on stdin before it returns; ``--stop-at`` prints ``at POINT``
+and blocks there until the test kills the process. The last line is the finish reason, or the name of the error it raised.
 """
 
 import argparse
@@ -30,6 +32,7 @@ def main() -> None:
     parser.add_argument("--respond", action="append", default=[])
     parser.add_argument("--stop-at", choices=("before-start", "tool", "after-result"))
     parser.add_argument("--wait", action="store_true")
+    parser.add_argument("--wait-in-tool", action="store_true")
     args = parser.parse_args()
 
     def stop(point: str) -> None:
@@ -43,6 +46,9 @@ def main() -> None:
             handle.write(f"transfer {amount}\n")
         if args.stop_at == "tool":
             stop("tool")
+        if args.wait_in_tool:
+            print("in tool", flush=True)
+            sys.stdin.readline()
         return f"sent {amount}"
 
     if args.stop_at in ("before-start", "after-result"):
