@@ -79,8 +79,10 @@ class SessionConflictError(SessionError):
 
 
 class SessionLockedError(SessionConflictError):
-    """Another process holds the session's lock file: it is resuming that session.
-    (The file store's early form of a conflict: it is found before anything runs.)"""
+    """Another live worker has the session open (it holds the session's lease: a lock
+    file, a PostgreSQL advisory lock), so it may be running one of its calls right now;
+    the message names the call. Raised at once, before anything is read, run or written
+    (SPEC R16, R22): try again when that run finishes."""
 
 
 class LoopStateError(AgentflowError):

@@ -16,6 +16,12 @@ Which store:
   sessions and several worker processes on one machine.
 * ``PostgresStore(dsn)`` — workers on many machines (``agentflow[postgres]``).
 
+A worker holds a lease on each session it has open, released when it ends or dies
+(SIGKILL included): meanwhile another worker's ``open`` or write is refused with
+``SessionLockedError`` naming the call running there, so a call still running in a
+live worker is never answered 'interrupted' (R16). The lease is an OS lock for the file
+and SQLite stores, a session advisory lock for PostgreSQL (``sql.py`` says more).
+
 ``open_store(url)`` makes one from ``sqlite:///relative.db``, ``sqlite:////absolute.db``,
 ``postgresql://…`` (or ``postgres://…``) or ``file:///folder``.
 """
