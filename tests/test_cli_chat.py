@@ -479,7 +479,16 @@ def test_json_updates_pause_and_respond(server, tmp_path):
                                                                    "exit status 0\nhi\n")
 
 
-def test_json_error_line(tmp_path):
+@pytest.fixture
+def no_backoff(monkeypatch):
+    """The client's retries of a refused connection happen, without their backoff
+    waits (about 1 s), when the command runs in this process; make test-slow runs it
+    as a child process, waits included."""
+    from agentflow.openai_client import OpenAIChatClient
+    monkeypatch.setattr(OpenAIChatClient, "_backoff", lambda self, attempt: 0.0)
+
+
+def test_json_error_line(tmp_path, no_backoff):
     done = run_chat("--base-url", "http://127.0.0.1:9/v1", "--json", "hi", cwd=tmp_path)
     assert done.returncode == 1
     message = ("could not connect to http://127.0.0.1:9/v1/chat/completions: connection "
@@ -502,7 +511,7 @@ def check_one_error_line(done, key: str = KEY) -> str:
     return lines[0]
 
 
-def test_unreachable_url(tmp_path):
+def test_unreachable_url(tmp_path, no_backoff):
     done = run_chat("--base-url", "http://127.0.0.1:9/v1", "hi", cwd=tmp_path)
     assert check_one_error_line(done) == (
         "agentflow: error: could not connect to http://127.0.0.1:9/v1/chat/completions: "
