@@ -301,11 +301,12 @@ def test_a_stall_after_the_finish_reason_ends_the_turn_without_waiting_for_read_
     monkeypatch.setattr(openai_client, "FINISHED_TURN_WAIT", 0.2)
     body = chat_stream(text="done early")
     head, _, _ = body.partition(b"data: [DONE]")
-    released = threading.Event()
+    released, answered = threading.Event(), threading.Event()
     held_to_the_end = []
 
     def hold():
         held_to_the_end.append(not released.wait(8))
+        answered.set()
         return b"data: [DONE]\n\n"
 
     with ReplayServer([Reply(chunks=[head, hold])], keep_alive="chunked") as server:
@@ -313,6 +314,7 @@ def test_a_stall_after_the_finish_reason_ends_the_turn_without_waiting_for_read_
                                   max_retries=0, read_timeout=60)
         updates = list(ChatClientAgent(client).run("a"))
         released.set()
+        assert answered.wait(10)  # the server's thread has noted how its hold ended
     assert text(updates) == "done early"
     assert updates[-1].finish_reason is FinishReason.STOP
     assert held_to_the_end == [False]  # the run ended while the server still held on
