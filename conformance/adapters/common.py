@@ -73,11 +73,11 @@ class Peer:
         raise NotImplementedError
 
 
-def serve(peer: Peer) -> int:
-    """The JSON-lines loop: one message per stdin line, answers on stdout, one event
-    loop for the whole process (the frameworks' clients are bound to it)."""
-    runner = asyncio.Runner()
-
+def json_lines(setup, run) -> int:
+    """The JSON-lines loop of the README ("Adapters"): one message per stdin line,
+    answers on stdout. ``setup(message) -> ready``; ``run(message, emit) -> end``, where
+    ``emit(update)`` sends one update as it happens. Returns 0 at ``exit`` or end of
+    input. Used by every adapter of this repository, the reference one included."""
     def send(message: dict) -> None:
         sys.stdout.write(json.dumps(message) + "\n")
         sys.stdout.flush()
@@ -87,16 +87,28 @@ def serve(peer: Peer) -> int:
             continue
         message = json.loads(line)
         if message["type"] == "setup":
-            send(peer.setup(message))
+            send(setup(message))
         elif message["type"] == "run":
-            try:
-                send(runner.run(peer.run(message, lambda u: send(
-                    {"type": "update", "update": u}))))
-            except Exception as exc:  # the adapter's own fault: say so, keep serving
-                traceback.print_exc()
-                send({"type": "end", "error": {"kind": "AdapterError", "message": repr(exc)},
-                      "history": [], "executions": []})
+            send(run(message, lambda u: send({"type": "update", "update": u})))
         elif message["type"] == "exit":
             break
-    runner.close()
     return 0
+
+
+def serve(peer: Peer) -> int:
+    """``json_lines`` for a peer, with one event loop for the whole process (the
+    frameworks' clients are bound to it)."""
+    runner = asyncio.Runner()
+
+    def run(message: dict, emit) -> dict:
+        try:
+            return runner.run(peer.run(message, emit))
+        except Exception as exc:  # the adapter's own fault: say so, keep serving
+            traceback.print_exc()
+            return {"type": "end", "error": {"kind": "AdapterError", "message": repr(exc)},
+                    "history": [], "executions": []}
+
+    try:
+        return json_lines(peer.setup, run)
+    finally:
+        runner.close()
