@@ -11,7 +11,6 @@ import json
 import queue
 import shlex
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 

@@ -10,7 +10,7 @@ import pytest
 from agentflow import (
     AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent, ChatMessage,
     Context, ContextProvider, Finish, FinishReason, OpenAIChatClient,
-    ToolApprovalResponse, tool)
+    tool)
 from agentflow.types import ToolCall
 from agentflow.replay import ReplayServer, chat_stream
 

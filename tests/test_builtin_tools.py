@@ -4,7 +4,6 @@ the preview the approval prompt shows."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from agentflow import (
-    AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatClientAgent,
-    ChatMessage, FunctionInvokingChatClient, OpenAIChatClient, ProviderError,
+    AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatMessage, FunctionInvokingChatClient, OpenAIChatClient, ProviderError,
     ToolApprovalResponse, ToolResult, tool)
 from agentflow.errors import IncompleteStreamError
 from agentflow.replay import Reply, ReplayServer, chat_stream

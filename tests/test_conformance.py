@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import agentflow.function_invoking as loop
-from agentflow import ChatClientAgent, Finish, FinishReason, ToolApprovalRequest, ToolCallEnd
+from agentflow import ChatClientAgent, Finish, FinishReason, ToolCallEnd
 from agentflow.types import ToolApprovalResponse
 from conformance.runner import Adapter, InProcess, load_cases, run_all
 from conformance.trace import play

@@ -16,8 +16,7 @@ import os
 import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalPolicy, ApprovalRequiredTool,
-                       ChatClientAgent, FinishReason, OpenAIChatClient, ToolApprovalRequest,
-                       ToolApprovalResponse)
+                       ChatClientAgent, FinishReason, OpenAIChatClient, ToolApprovalRequest)
 from agentflow.errors import PolicyError
 from agentflow.policy import decide, exact_rules, policy_name
 from agentflow.replay import ReplayServer, chat_stream

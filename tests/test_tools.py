@@ -549,7 +549,6 @@ def test_approval_required_hand_written_tool_pauses_then_runs():
 
 def test_optional_literal_allows_null_in_the_enum_too():
     """A nullable enum must list null, or a strict validator refuses the null the type allows."""
-    from typing import Literal, Optional
 
     @tool
     def pick(mode: Optional[Literal["a", "b"]] = None) -> str:

@@ -4,7 +4,6 @@ attack, the exact outcome and how many times the tool ran."""
 
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
