@@ -339,21 +339,6 @@ class MCPServer:
         state = "running" if self.running else "dead" if self._dead else "stopped"
         return f"MCPServer({self.name or self.describe()!r}, {state})"
 
-    def summary(self) -> str:
-        """What ``agentflow chat`` shows at start: the server, one line per tool with
-        its wire name and whether it asks, then how policy rules name them and what
-        their patterns match (str, lines joined by newlines)."""
-        width = max((len(t.name) for t in self.tools), default=0)
-        lines = [f"MCP server {self.name} ({self.describe()}): {len(self.tools)} tools"]
-        lines += [f"  {t.name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
-                  f"({t.approval_reason})" for t in self.tools]
-        subjects = [f"{t.mcp_name}({t.subject})" for t in self.tools if t.subject]
-        lines.append(f"  policy rules name them {self.name}.TOOL"
-                     + (f"; patterns match {', '.join(subjects)}" if subjects else "")
-                     + (f"; paths from {self.root}" if any(
-                         t.subject_kind == "path" for t in self.tools if t.subject) else ""))
-        return "\n".join(lines)
-
     def describe(self) -> str:
         """The command line or URL of the server (str), for messages."""
         if isinstance(self._target, str):

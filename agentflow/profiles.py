@@ -27,7 +27,7 @@ groq       OpenAI's keys only                               -
 Adding a profile: subclass ``Profile``, set ``name`` and ``hosts``, override what
 differs (``owns``, ``send_unknown``, ``message``, ``messages``), cite the provider's
 documentation in its docstring, and add an instance to ``PROFILES``. A strict replay
-rule for it (``agentflow.strict``) lets tests fail the way the provider would.
+rule for it (``agentflow.testing.strict``) lets tests fail the way the provider would.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def one_run(name: str, keep_alive: str | None, context: ssl.SSLContext | None
     """Seconds of one ``peers.loop_seconds`` run of library ``name`` against a new
     server, and the connections that server accepted; raises ``peers.PeerError``
     when the run or its requests are not the expected loop."""
-    from agentflow.replay import ReplayServer
+    from agentflow.testing.replay import ReplayServer
     with ReplayServer(peers.replay_bodies(ROUNDS), keep_alive=keep_alive,
                       ssl_context=context) as server:
         seconds = peers.loop_seconds(name, server.base_url, ROUNDS)

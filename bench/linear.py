@@ -51,7 +51,7 @@ def run_arguments(size: int) -> tuple[float, int, int]:
     """Seconds for one agent run whose tool call has ``size`` bytes of arguments;
     also the number of events and the length the tool received."""
     from agentflow import ChatClientAgent, OpenAIChatClient, tool
-    from agentflow.replay import Reply, ReplayServer, chat_stream
+    from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
     received = []
 
@@ -99,7 +99,7 @@ def event_body(size: int):
 
 def run_event(size: int) -> float:
     from agentflow import ChatMessage, OpenAIChatClient, TextDelta
-    from agentflow.replay import Reply, ReplayServer
+    from agentflow.testing.replay import Reply, ReplayServer
 
     with ReplayServer([Reply(chunks=event_body(size))]) as server:
         client = OpenAIChatClient("bench", base_url=server.base_url, api_key="sk-bench")

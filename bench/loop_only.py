@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from agentflow import AgentRunOptions, ChatClientAgent, tool
 from agentflow.assembler import stream_updates
-from agentflow.replay import chat_stream
+from agentflow.testing.replay import chat_stream
 
 from common import measure, runs, summary
 

@@ -32,7 +32,7 @@ def peak_rss_mb() -> float:
 
 def child(size: int) -> dict:
     from agentflow import AgentSession, ChatClientAgent, OpenAIChatClient, TextDelta
-    from agentflow.replay import Reply, ReplayServer
+    from agentflow.testing.replay import Reply, ReplayServer
 
     unit = text_body(1024 * 1024)
     head, _, tail = unit.rpartition(b"data: [DONE]")

@@ -343,7 +343,7 @@ def loop_seconds(name: str, base_url: str, rounds: int) -> float:
 
 def replay_bodies(rounds: int) -> list[bytes]:
     """The replies ``loop_seconds`` expects: ``rounds`` tool-call streams then ``done``."""
-    from agentflow.replay import chat_stream
+    from agentflow.testing.replay import chat_stream
     return ([chat_stream(tool_calls=[(f"call_{i}", "lookup", '{"query": "x"}')])
              for i in range(rounds)] + [chat_stream(text="done")])
 
@@ -384,7 +384,7 @@ def _content_text(message: dict) -> str:
 
 def run_loop(name: str, rounds: int) -> float:
     """``loop_seconds`` against a fresh ``ReplayServer``, then ``check_requests``."""
-    from agentflow.replay import ReplayServer
+    from agentflow.testing.replay import ReplayServer
     with ReplayServer(replay_bodies(rounds)) as server:
         seconds = loop_seconds(name, server.base_url, rounds)
         check_requests(name, server.requests, rounds)

@@ -52,7 +52,7 @@ def machine() -> list[str]:
     return [f"- date: {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
             f"- machine: {platform.machine()}, {cpu}, {os.cpu_count()} cores, "
             f"{platform.system()} {platform.release()}",
-            f"- Python {platform.python_version()}; agentflow {importlib.metadata.version('agentflow')}",
+            f"- Python {platform.python_version()}; agentflow {importlib.metadata.version('agentflow-approvals')}",
             f"- peers: {', '.join(versions)}",
             f"- runs per measurement: {runs()} (medians; [min – max] is the spread)"]
 

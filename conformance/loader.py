@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agentflow.replay import Reply
+from agentflow.testing.replay import Reply
 
 CASES = Path(__file__).resolve().parent / "cases"
 PROFILE_CASES = CASES.parent / "profiles"  # README, "Provider profiles"

@@ -14,7 +14,7 @@ import subprocess
 import threading
 from dataclasses import dataclass
 
-from agentflow.replay import ReplayServer
+from agentflow.testing.replay import ReplayServer
 
 from .loader import CASES, PROFILE_CASES, case_replies, load_cases
 from .report import report

@@ -1,21 +1,22 @@
-"""``agentflow replay CASE``: one conformance case run against agentflow over loopback
+"""``python -m conformance replay CASE``: one conformance case run against agentflow over loopback
 HTTP, shown as its updates per turn, with every ``LoopState`` transition (``--trace``),
 or as a Mermaid sequence diagram of what really happened (``--mermaid``).
 
-Lives with the cases, not in the library: the CLI imports it only for ``replay``, from
-the checkout agentflow is installed from (``pip install -e .``).
+Lives with the cases, not in the library: the installed package never imports from a
+checkout, so the command is the suite's own (``python -m conformance replay``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import NamedTuple
 
-from agentflow.replay import ReplayServer
+from agentflow.testing.replay import ReplayServer
 
 from .driver import CaseDriver
-from .loader import case_replies, load_case
+from .loader import CASES, case_replies, load_case
 
 
 class SequenceDiagram:
@@ -117,7 +118,7 @@ def replay(ref: str, trace: bool = False, mermaid: bool = False, out=None) -> in
 
 class Played(NamedTuple):
     """What ``play`` did: ``status`` as ``replay`` returns it, and ``requests``, every
-    request the replay server received (``agentflow.replay.RecordedRequest``)."""
+    request the replay server received (``agentflow.testing.replay.RecordedRequest``)."""
 
     status: int
     requests: list
@@ -167,3 +168,37 @@ def play(case: dict, trace: bool = False, mermaid: bool = False, out=None) -> Pl
     if diagram:
         out.write(diagram.render())
     return Played(status, server.requests)
+
+
+def main(argv=None) -> int:
+    """``python -m conformance replay CASE [--trace | --mermaid]``.
+
+    Args:
+        argv: the arguments after ``replay`` (list of str); default ``sys.argv[2:]``.
+
+    Returns:
+        int: the exit status: ``replay``'s, or 2 when there is no such case.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance replay",
+        description="Run a conformance case against agentflow over loopback HTTP and "
+                    "print its updates per turn.")
+    parser.add_argument("case", help="a case id from conformance/cases, or the path of a "
+                                     "case .json")
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--trace", action="store_true",
+                     help="also print each LoopState transition")
+    how.add_argument("--mermaid", action="store_true",
+                     help="print a Mermaid sequence diagram of the run instead")
+    args = parser.parse_args(sys.argv[2:] if argv is None else argv)
+    if not args.case.endswith(".json") and "/" not in args.case \
+            and not (CASES / f"{args.case}.json").is_file():
+        print(f"python -m conformance replay: no case {args.case!r} in {CASES}; the ids "
+              "are the file names there without .json (ls conformance/cases), or give "
+              "the path of a case .json", file=sys.stderr)
+        return 2
+    try:
+        return replay(args.case, trace=args.trace, mermaid=args.mermaid)
+    except FileNotFoundError as exc:
+        print(f"python -m conformance replay: {exc}", file=sys.stderr)
+        return 2

@@ -6,7 +6,7 @@ import tempfile
 import pytest
 
 from agentflow import ChatClientAgent, OpenAIChatClient
-from agentflow.replay import ReplayServer
+from agentflow.testing.replay import ReplayServer
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ with no terminal or on a pseudo-terminal, the model turns a ``ReplayServer`` ser
 and the shapes of what the user sees and what is saved.
 
 Without a terminal, ``run_agentflow`` runs the command inside the test process
-(``agentflow.__main__.main``, which the console script calls, with the same command
+(``agentflow.cli.main.main``, which the console script calls, with the same command
 line, environment, folder and standard input): a child would spend most of each test
 importing. ``CLI_TESTS_IN_SUBPROCESS=1`` (``make test-slow``, which CI runs as well)
 runs each through the console script in a child process instead, exactly as a user
@@ -23,7 +23,7 @@ import sys
 import time
 import traceback
 
-from agentflow.replay import Reply, chat_stream
+from agentflow.testing.replay import Reply, chat_stream
 from agentflow.session import AgentSession
 
 from helpers_pty import PtyProcess
@@ -72,7 +72,7 @@ def run_agentflow(*args, cwd, env=None, stdin: bytes = b"") -> subprocess.Comple
         return subprocess.CompletedProcess(done.args, done.returncode,
                                            done.stdout.decode("utf-8"),
                                            done.stderr.decode("utf-8"))
-    from agentflow.__main__ import main
+    from agentflow.cli.main import main
     # as a child's streams are: UTF-8 (child_env's PYTHONIOENCODING), strict on stdout
     out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
     err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="backslashreplace",

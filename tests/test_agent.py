@@ -12,7 +12,7 @@ from agentflow import (
     Context, ContextProvider, Finish, FinishReason, OpenAIChatClient,
     tool)
 from agentflow.types import ToolCall
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 
 class Notes(ContextProvider):

@@ -14,7 +14,7 @@ from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalPol
                        ToolResult, tool)
 from agentflow.canonical import arguments_digest, canonical_json
 from agentflow.errors import PolicyError
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 NOW = 1_800_000_000.0
 

@@ -17,7 +17,7 @@ from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalReq
                        ChatMessage, FinishReason, Tool, ToolApprovalResponse, ToolResult,
                        tool)
 from agentflow.builtin_tools import builtin_tools
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.stores import SQLiteStore
 
 from helpers_pty import PtyProcess

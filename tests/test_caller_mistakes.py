@@ -10,7 +10,7 @@ from agentflow import (
     AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatMessage, FunctionInvokingChatClient, OpenAIChatClient, ProviderError,
     ToolApprovalResponse, ToolResult, tool)
 from agentflow.errors import IncompleteStreamError
-from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
 
 def test_approved_must_be_a_real_bool():

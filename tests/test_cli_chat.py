@@ -21,7 +21,7 @@ import sys
 
 import pytest
 
-from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
 from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, TIMEOUT,
                          USER, WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
@@ -629,102 +629,10 @@ def test_max_rounds_1_stops_after_one_round(server, tmp_path):
     assert len(server.requests) == 1
 
 
-# == 7. agentflow replay ===================================================================
-
-def run_replay(*args) -> subprocess.CompletedProcess:
-    return run_agentflow("replay", *args, cwd=REPO)
-
-
-DIGEST_RM = digest({"command": "rm -rf /"})
-USAGE = '"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}'
-
-
-def test_replay_prints_the_updates_per_turn():
-    done = run_replay("001-approve")
-    assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == (
-        "case 001-approve: The design document's sequence: request, approve, final text "
-        "(R3, R4, R9)\n"
-        "\n"
-        'turn 1: input [{"role": "user", "content": "My disk is full. Please free some '
-        'space."}]\n'
-        '  {"type": "text", "text": "I"}\n'
-        '  {"type": "text", "text": " will"}\n'
-        '  {"type": "text", "text": " clear"}\n'
-        '  {"type": "text", "text": " some"}\n'
-        '  {"type": "text", "text": " space."}\n'
-        '  {"type": "tool_call_start", "call_id": "call_1", "name": "run_command", "index": 0}\n'
-        '  {"type": "tool_call_args", "call_id": "call_1", "delta": "{\\"command\\":"}\n'
-        '  {"type": "tool_call_args", "call_id": "call_1", "delta": " \\"rm -rf /\\"}"}\n'
-        '  {"type": "tool_call_end", "call_id": "call_1"}\n'
-        '  {"type": "approval_request", "call_id": "call_1", "name": "run_command", '
-        '"arguments": {"command": "rm -rf /"}, "description": "Run a shell command.", '
-        f'"digest": "{DIGEST_RM}"}}\n'
-        f'  {{"type": "finish", "finish_reason": "awaiting_approval", {USAGE}}}\n'
-        "\n"
-        'turn 2: input [], approvals [{"call_id": "call_1", "approved": true}]\n'
-        '  {"type": "tool_result", "call_id": "call_1", "name": "run_command", '
-        '"result": "command finished: 12 GB freed"}\n'
-        '  {"type": "text", "text": "Done,"}\n'
-        '  {"type": "text", "text": " 12"}\n'
-        '  {"type": "text", "text": " GB"}\n'
-        '  {"type": "text", "text": " are"}\n'
-        '  {"type": "text", "text": " free."}\n'
-        f'  {{"type": "finish", "finish_reason": "stop", {USAGE}}}\n')
-
-
-def test_replay_trace_shows_the_loop_state_transitions():
-    done = run_replay("001-approve", "--trace")
-    assert (done.returncode, done.stderr) == (0, "")
-    transitions = [line.strip()[1:-1] for line in done.stdout.splitlines()
-                   if line.startswith("    [")]
-    assert transitions == [
-        "START --nothing pending--> CALLING_MODEL",
-        "CALLING_MODEL --tools called--> AT_GATE",
-        "AT_GATE --approval needed--> AWAITING_APPROVAL",
-        "START --calls pending--> RESUMING",
-        "RESUMING --results added--> CALLING_MODEL",
-        "CALLING_MODEL --turn ended--> DONE",
-    ]
-    # each transition sits where it happened: the gate is reached after the model's
-    # turn, emits the request, and then the run pauses
-    lines = done.stdout.splitlines()
-    gate = lines.index("    [CALLING_MODEL --tools called--> AT_GATE]")
-    assert lines[gate - 1] == '  {"type": "tool_call_end", "call_id": "call_1"}'
-    assert lines[gate + 1].startswith('  {"type": "approval_request", "call_id": "call_1"')
-    assert lines[gate + 2] == "    [AT_GATE --approval needed--> AWAITING_APPROVAL]"
-
-
-def test_replay_mermaid_diagram():
-    done = run_replay("007-mixed-batch-sibling", "--mermaid")
-    assert (done.returncode, done.stderr) == (0, "")
-    lines = done.stdout.splitlines()
-    assert lines[:5] == ["sequenceDiagram",
-                         "    actor Caller",
-                         "    participant Agent as ChatClientAgent",
-                         "    participant FICC as FunctionInvokingChatClient",
-                         "    participant LLM as LLM provider"]
-    assert ("    FICC-->>Caller: ToolApprovalRequest(call_2, run_command "
-            "{'command': 'rm -rf /'})") in lines
-    assert lines.count("    FICC-->>Caller: Finish(awaiting_approval)") == 1
-    assert lines[-1] == "    FICC-->>Caller: Finish(stop)"
-    assert "    FICC->>FICC: rejected echo: Rejected: User denied" in lines
-    assert not done.stdout.startswith("case ")  # the diagram only
-
-
-def test_replay_unknown_case():
-    done = run_replay("no-such-case")
-    assert done.returncode == 2
-    assert done.stdout == ""
-    assert done.stderr == (f"agentflow: no case 'no-such-case' in {REPO}/conformance/cases; "
-                           "the ids are the file names there without .json (ls "
-                           "conformance/cases), or give the path of a case .json\n")
-
-
 def test_the_command_starts_without_the_http_server_or_the_conformance_suite():
     """``agentflow --help`` and ``agentflow chat`` need neither the replay server's
     ``http.server`` nor ``conformance/`` (issue 10: only ``replay`` imports them)."""
-    code = ("import sys, agentflow.__main__ as cli\n"
+    code = ("import sys, agentflow.cli.main as cli\n"
             "for argv in (['--help'], ['chat', '--help']):\n"
             "    try:\n"
             "        cli.main(argv)\n"
@@ -737,7 +645,7 @@ def test_the_command_starts_without_the_http_server_or_the_conformance_suite():
 
 
 def test_bad_usage_exits_2_with_one_line(server, tmp_path):
-    """Exit status 2 means the command line itself is wrong (agentflow.chat docstring)."""
+    """Exit status 2 means the command line itself is wrong (agentflow.cli.chat docstring)."""
     done = run_chat("--base-url", server.base_url, "--tools", "read_file,format_disk", "hi",
                     cwd=tmp_path)
     assert done.returncode == 2

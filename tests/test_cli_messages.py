@@ -3,7 +3,7 @@ was wrong and what to type, in the words of the command line (issue 16).
 
 Each test runs the real command (``tests/helpers_cli.py``: in-process, or the console
 script in a child under ``make test-slow``; on a terminal always a child) and pins the whole
-message, the exit status (agentflow.chat docstring: 2 bad usage, 3 paused, 130
+message, the exit status (agentflow.cli.chat docstring: 2 bad usage, 3 paused, 130
 interrupted) and what was left on disk and sent to the server. One replay server
 serves the whole module; a paused session is made once, by a real run, and copied.
 The terminal is used only where it changes the behaviour.
@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 from helpers_cli import (AGENTFLOW, REPO, TIMEOUT, calls_reply, child_env,
                          ctrl_c_when_waiting, json_lines, pause_text, pty_chat,
@@ -320,18 +320,3 @@ def test_ctrl_c_mid_stream_with_json_ends_with_a_closing_object_and_keeps_the_me
                                            "completed step are kept; the unfinished step is "
                                            "not"}]
     assert saved(tmp_path / "s.json")["messages"] == [user("Tell me a story")]
-
-
-# -- agentflow replay ----------------------------------------------------------------------------
-
-def test_replay_outside_a_checkout_says_where_the_cases_are(tmp_path):
-    done = run_agentflow("replay", "001-approve", cwd=tmp_path)
-    assert usage_error(done) == (
-        "no case '001-approve': the cases are in the conformance/cases folder of "
-        f"the agentflow source repository, and {tmp_path} has none; they are not installed "
-        "with the package. Run this in a checkout of the repository, or give the path of a "
-        "case .json")
-    by_path = run_agentflow("replay", str(REPO / "conformance" / "cases" / "001-approve.json"),
-                            cwd=tmp_path)
-    assert (by_path.returncode, by_path.stderr) == (0, "")
-    assert by_path.stdout.startswith("case 001-approve: ")

@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from agentflow.__main__ import main as agentflow_main
+from agentflow.cli.main import main as agentflow_main
 from agentflow.canonical import arguments_digest
-from agentflow.replay import chat_stream
+from agentflow.testing.replay import chat_stream
 
 from helpers_cli import (PROMPT, USER, calls_reply, child_env, ctrl_c_when_waiting,
                          json_lines, pty_chat, run_chat, run_command_block, saved)
@@ -253,7 +253,7 @@ def test_ctrl_c_while_the_editor_runs_is_the_editor_s(server, tmp_path):
 
 def test_an_editor_that_cannot_start_is_said_and_the_prompt_asks_again(tmp_path,
                                                                        monkeypatch, capsys):
-    from agentflow.chat import Chat, add_arguments
+    from agentflow.cli.chat import Chat, add_arguments
     from agentflow.session import AgentSession
     parser = argparse.ArgumentParser()
     add_arguments(parser)

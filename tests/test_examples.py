@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "examples", "approval_service.py")

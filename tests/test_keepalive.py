@@ -20,7 +20,7 @@ from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, Chat
                        ToolApprovalRequest, ToolResult, tool)
 from agentflow import openai_client
 from agentflow.errors import ProviderError
-from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
 FRAMINGS = ["chunked", "length"]
 

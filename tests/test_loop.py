@@ -13,7 +13,7 @@ from agentflow.errors import LoopStateError
 from agentflow.function_invoking import LoopEvent, LoopState
 from agentflow.types import Usage
 from agentflow.function_invoking import LoopMachine, TRANSITIONS
-from agentflow.replay import Reply, chat_stream
+from agentflow.testing.replay import Reply, chat_stream
 
 
 class Counter:

@@ -22,7 +22,7 @@ import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ChatClientAgent, FinishReason,
                        OpenAIChatClient, ToolApprovalRequest, ToolApprovalResponse, ToolResult)
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SERVER = str(REPO / "tests" / "mcp_server.py")
@@ -160,7 +160,7 @@ def by_name(server) -> dict:
 def test_import_agentflow_does_not_import_the_mcp_sdk():
     """Core install: requests only; ``import agentflow`` (and the CLI's modules) never
     load the SDK, which only ``agentflow.mcp`` imports."""
-    code = ("import sys, agentflow, agentflow.chat, agentflow.__main__, agentflow.tools\n"
+    code = ("import sys, agentflow, agentflow.cli.chat, agentflow.cli.main, agentflow.tools\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('mcp', 'mcp_types', 'anyio', 'httpx2', 'pydantic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -458,7 +458,7 @@ def test_chat_lists_mcp_tools_and_gates_them_like_built_ins(servers, monkeypatch
     """``agentflow chat --mcp``: the tools are listed at start; a read-only one runs, a
     write waits for approval (here refused by --deny-all). In this process, to save
     a second import of the SDK; tests/test_cli_chat.py covers the command as a process."""
-    from agentflow.__main__ import main
+    from agentflow.cli.main import main
 
     web_url = servers["web_url"]
     bodies = [chat_stream(tool_calls=[("e1", "site__echo", '{"text": "hi"}')]),

@@ -17,9 +17,10 @@ import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalPolicy, ApprovalRequiredTool,
                        ChatClientAgent, FinishReason, OpenAIChatClient, ToolApprovalRequest)
+from agentflow.cli.chat import mcp_summary
 from agentflow.errors import PolicyError
 from agentflow.policy import decide, exact_rules, policy_name
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 from test_cli_policy import in_process  # noqa: F401  (a fixture)
 from test_mcp import need
@@ -158,7 +159,7 @@ def test_listed_tools_get_their_subjects_and_qualified_names(fs):
     }
     assert tool(fs, "write_file").workspace == str(fs.root)
     assert policy_name(ApprovalRequiredTool(tool(fs, "write_file"))) == "filesystem.write_file"
-    assert fs.summary().splitlines()[-1] == (
+    assert mcp_summary(fs).splitlines()[-1] == (
         "  policy rules name them filesystem.TOOL; patterns match write_file(path), "
         "read_file(path), read_multiple_files(paths), run(command), fetch(url); "
         f"paths from {fs.root}")

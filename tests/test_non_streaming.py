@@ -10,7 +10,7 @@ from agentflow import (
     Finish, FinishReason, OpenAIChatClient, ProviderError, ReasoningDelta, TextDelta,
     ToolApprovalResponse, ToolCallArgs, ToolCallEnd, ToolCallStart, tool)
 from agentflow.types import Usage
-from agentflow.replay import Reply, ReplayServer
+from agentflow.testing.replay import Reply, ReplayServer
 
 
 def completion(content=None, tool_calls=(), finish="stop", usage=(20, 8), reasoning=None):

@@ -1,4 +1,4 @@
-"""``OpenAIChatClient`` over real HTTP on 127.0.0.1 (``agentflow.replay.ReplayServer``,
+"""``OpenAIChatClient`` over real HTTP on 127.0.0.1 (``agentflow.testing.replay.ReplayServer``,
 or a tiny ``http.server`` where a test needs to hold the response open).
 
 Covers what the client sends (SPEC §2/§3: POST {base_url}/chat/completions, stream=true,
@@ -19,7 +19,7 @@ import pytest
 
 from agentflow.errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from agentflow.openai_client import OpenAIChatClient
-from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 from agentflow.tools import Tool
 from agentflow.types import (AgentRunOptions, ChatMessage, Finish, FinishReason,
                              ReasoningDelta, TextDelta, ToolCall, ToolCallArgs,

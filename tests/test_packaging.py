@@ -45,6 +45,10 @@ SPEC_NAMES = {
 
 # -- the distribution ------------------------------------------------------------------
 
+# The distribution's name on the package index; the import name stays ``agentflow``
+# (issue 22: ``agentflow`` on the public index is an unrelated project).
+DISTRIBUTION = "agentflow-approvals"
+
 def _requirement_name(requirement: str) -> str:
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
     assert match, requirement
@@ -53,9 +57,9 @@ def _requirement_name(requirement: str) -> str:
 
 def test_distribution_depends_on_requests_alone():
     """SPEC §1: "Runtime dependency: ``requests`` only." — the installed distribution
-    ``agentflow`` declares exactly one requirement, ``requests`` (no extras, no
+    ``agentflow-approvals`` declares exactly one requirement, ``requests`` (no extras, no
     markers that would add others)."""
-    requires = importlib.metadata.requires("agentflow")
+    requires = importlib.metadata.requires(DISTRIBUTION)
     assert requires is not None
     core = [r for r in requires if "extra ==" not in r]  # optional extras: agentflow[mcp]
     assert [_requirement_name(r) for r in core] == ["requests"]
@@ -65,7 +69,7 @@ def test_distribution_depends_on_requests_alone():
 def test_distribution_metadata_matches_package():
     """SPEC §1: the installed distribution is this package (same version), so the
     dependency check above is about the code under test."""
-    assert importlib.metadata.version("agentflow") == agentflow.__version__
+    assert importlib.metadata.version(DISTRIBUTION) == agentflow.__version__
 
 
 # -- public names ----------------------------------------------------------------------
@@ -256,8 +260,7 @@ def test_from_openai_with_string_role():
 # -- standard library only ------------------------------------------------------------------
 
 ALLOWED_THIRD_PARTY = {"requests", "urllib3"}
-EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"},  # an optional extra's package
-                 "__main__.py": {"conformance"}}  # `agentflow replay`: a checkout's suite
+EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"}}  # an optional extra's package
 
 
 def _top_level_imports(path: pathlib.Path) -> set[str]:
@@ -288,3 +291,21 @@ def test_module_imports_only_stdlib_and_requests(path):
                | EXTRA_IMPORTS.get(path.name, set()))
     outside = sorted(_top_level_imports(path) - allowed)
     assert outside == [], f"{path.name} imports {outside}"
+
+
+def test_the_distribution_provides_the_agentflow_package_and_command():
+    """The distribution installs the ``agentflow`` import package and its console script,
+    and keeps the extras' names (``[mcp]``, ``[postgres]``)."""
+    dist = importlib.metadata.distribution(DISTRIBUTION)
+    scripts = {e.name: e.value for e in dist.entry_points if e.group == "console_scripts"}
+    assert scripts == {"agentflow": "agentflow.cli.main:main"}
+    assert set(dist.metadata.get_all("Provides-Extra")) == {"mcp", "postgres"}
+
+
+def test_the_readme_never_installs_the_unrelated_agentflow_from_the_index():
+    """Until ``agentflow-approvals`` is published, the README installs from a checkout: no
+    ``pip install agentflow…`` line names the index's unrelated ``agentflow``."""
+    readme = (pathlib.Path(__file__).resolve().parent.parent / "README.md").read_text()
+    lines = re.findall(r"pip install ([^`\n]*)", readme)
+    assert lines
+    assert [line for line in lines if re.match(r"['\"]?agentflow\b(?!-approvals)", line)] == []

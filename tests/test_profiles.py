@@ -15,9 +15,9 @@ from agentflow import (AgentRunOptions, ApprovalRequiredTool, ChatClientAgent, F
 from agentflow.assembler import ChunkAssembler, completion_updates, stream_updates
 from agentflow.errors import ProviderError
 from agentflow.profiles import PROFILES, Gemini, Profile, resolve_profile
-from agentflow.replay import RecordedRequest, ReplayServer
+from agentflow.testing.replay import RecordedRequest, ReplayServer
 from agentflow.session import AgentSession
-from agentflow.strict import strict_check
+from agentflow.testing.strict import strict_check
 from agentflow.types import ChatMessage, Finish, ToolApprovalRequest, ToolCall
 from conformance.runner import InProcess, PROFILE_CASES, case_replies, load_cases, run_all
 
@@ -423,7 +423,7 @@ def test_a_profile_is_chosen_by_name_or_object_and_an_unknown_name_is_refused():
 
 def test_inspect_stream_shows_the_kept_fields_and_the_turn_as_the_guessed_profile_sends_it(
         tmp_path, capsys):
-    from agentflow.__main__ import main
+    from agentflow.cli.main import main
     body = tmp_path / "turn.sse"
     body.write_bytes(case_replies(CASES["gemini"])[0].body)
     assert main(["inspect-stream", str(body), "--base-url",
@@ -439,7 +439,7 @@ def test_inspect_stream_shows_the_kept_fields_and_the_turn_as_the_guessed_profil
 
 def test_chat_takes_a_profile_and_the_session_remembers_it():
     import argparse
-    from agentflow.chat import Chat, add_arguments
+    from agentflow.cli.chat import Chat, add_arguments
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     session = AgentSession()

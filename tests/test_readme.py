@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

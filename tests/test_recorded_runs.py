@@ -9,7 +9,7 @@ from helpers_streams import streams_dir
 from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
                        FinishReason, OpenAIChatClient, TextDelta, ToolApprovalRequest,
                        Tool, ToolApprovalResponse, ToolResult, tool)
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 
 def approve(requests):

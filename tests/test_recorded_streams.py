@@ -18,7 +18,7 @@ import pytest
 from agentflow.assembler import ChunkAssembler
 from agentflow.errors import ProviderError
 from agentflow.openai_client import OpenAIChatClient
-from agentflow.replay import Reply, ReplayServer
+from agentflow.testing.replay import Reply, ReplayServer
 from agentflow.sse import SSEParser
 from agentflow.types import ChatMessage, FinishReason, Usage
 from helpers_streams import find_streams_dir, random_splits, streams_dir, summarize

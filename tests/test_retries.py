@@ -11,7 +11,7 @@ import pytest
 
 from agentflow import ChatMessage, Finish, OpenAIChatClient, ProviderError, TextDelta
 from agentflow.errors import IncompleteStreamError
-from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
 OK = chat_stream(text="fine")
 

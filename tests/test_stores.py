@@ -17,7 +17,7 @@ from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, Chat
                        FinishReason, ToolApprovalResponse, ToolResult, tool)
 from agentflow.canonical import arguments_digest
 from agentflow.errors import SessionConflictError, SessionIntegrityError, SessionLockedError
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.types import ToolCall
 from agentflow.stores import PendingEntry, open_store
 
@@ -365,7 +365,7 @@ def test_r22_a_session_file_put_back_from_an_older_copy_is_refused(make_agent, t
 def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path, capsys):
     """``agentflow chat --store URL --session ID`` pauses in the store; ``agentflow
     pending --store URL`` lists the call; ``--respond`` resumes it from the store."""
-    from agentflow.__main__ import main
+    from agentflow.cli.main import main
     from helpers_cli import calls_reply, run_chat
 
     def pending(*flags):

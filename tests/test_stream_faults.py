@@ -1,6 +1,6 @@
 """Issue 12, provider side: faults found by running agentflow against other people's
 OpenAI-compatible servers (SPEC §6). Each example of the issue is a test over real
-HTTP on 127.0.0.1 (``agentflow.replay.ReplayServer``) with the issue's bytes, next to
+HTTP on 127.0.0.1 (``agentflow.testing.replay.ReplayServer``) with the issue's bytes, next to
 variants of the same kind. The seeded random test over the recorded streams is in
 test_stream_fuzz.py.
 
@@ -19,7 +19,7 @@ from agentflow import AgentSession, ChatMessage
 from agentflow.assembler import ChunkAssembler, stream_updates
 from agentflow.errors import IncompleteStreamError, ProviderError
 from agentflow.openai_client import MAX_RETRY_WAIT, OpenAIChatClient
-from agentflow.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 from agentflow.types import (Finish, FinishReason, ReasoningDelta, TextDelta, ToolCall,
                              ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult, Usage)
 from test_openai_client import HoldingServer, collect, delta, sse

@@ -1,5 +1,5 @@
 """Provider stream quirks (SPEC §6, with the SSE rules of §7 they lean on), one small
-hand-written body per quirk, over real HTTP to ``agentflow.replay.ReplayServer``.
+hand-written body per quirk, over real HTTP to ``agentflow.testing.replay.ReplayServer``.
 
 Each test asserts the exact updates (or the exact error) ``OpenAIChatClient.run``
 yields for its body. The bodies are written here, in OpenAI's
@@ -20,7 +20,7 @@ import pytest
 from agentflow import AgentSession
 from agentflow.assembler import ChunkAssembler, stream_updates
 from agentflow.errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
-from agentflow.replay import Reply, chat_stream
+from agentflow.testing.replay import Reply, chat_stream
 from agentflow.tools import Tool
 from agentflow.types import (Finish, FinishReason, ReasoningDelta, TextDelta, ToolCall,
                              ToolCallArgs, ToolCallEnd, ToolCallStart, ToolResult, Usage)

@@ -8,7 +8,7 @@ import pytest
 
 from agentflow import AgentSession, ChatClientAgent, ChatMessage, OpenAIChatClient, TextDelta
 from agentflow.errors import ProviderTimeoutError
-from agentflow.replay import Reply, ReplayServer
+from agentflow.testing.replay import Reply, ReplayServer
 
 
 def stalled_body():

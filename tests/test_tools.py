@@ -19,7 +19,7 @@ from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool,
                        ChatClientAgent, Finish, FinishReason, FunctionTool,
                        OpenAIChatClient, Tool, ToolApprovalRequest,
                        ToolApprovalResponse, ToolResult, tool)
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 
 # -- name and description ------------------------------------------------------------

@@ -19,7 +19,7 @@ from agentflow import (
 from agentflow.canonical import arguments_digest
 from agentflow.errors import SessionIntegrityError, SessionLockedError
 from agentflow.types import ToolCall
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 
 RM = '{"command": "rm -rf /tmp/cache"}'
 RM_DIGEST = hashlib.sha256(b'{"command":"rm -rf /tmp/cache"}').hexdigest()

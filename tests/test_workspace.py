@@ -11,7 +11,7 @@ import pytest
 
 from agentflow import AgentSession, ApprovalPolicy, ChatClientAgent, OpenAIChatClient
 from agentflow.builtin_tools import builtin_tools
-from agentflow.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.types import FinishReason, ToolApprovalRequest, ToolResult
 from agentflow.workspace import SECRET_FILES
 
@@ -208,7 +208,7 @@ def test_cli_prompt_says_where_a_read_leads_and_why_it_asks(server, ws):
 
 
 def test_cli_a_workspace_that_is_not_a_folder_is_a_usage_error(tmp_path, monkeypatch, capsys):
-    from agentflow.__main__ import main as agentflow_main
+    from agentflow.cli.main import main as agentflow_main
     monkeypatch.chdir(tmp_path)
     (tmp_path / "file.txt").write_text("x")
     for given in ("nowhere", "file.txt"):

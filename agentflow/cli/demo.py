@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import sys
 
-from . import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
+from .. import (AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent,
                Finish, OpenAIChatClient, TextDelta, ToolApprovalRequest,
                ToolCallStart, ToolResult, tool)
-from .replay import ReplayServer, chat_stream
+from ..testing.replay import ReplayServer, chat_stream
 
 USER_REQUEST = "My disk is full. Please free some space."
 

@@ -1,6 +1,6 @@
 """Strict provider mode for the replay server: a request the real provider would
 refuse is refused, with that provider's status and style of error, so a test fails
-the way production would (SPEC R21). Test tooling, like ``agentflow.replay``.
+the way production would (SPEC R21). Test tooling, like ``agentflow.testing.replay``.
 
     ReplayServer(replies, strict="gemini")
 
@@ -15,7 +15,7 @@ import json
 import re
 from typing import Callable
 
-from .profiles import Gemini, thought_signature
+from ..profiles import Gemini, thought_signature
 from .replay import RecordedRequest, Reply
 
 # Keys each API takes on a message of a role, and on a tool call.

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import sys
 
-from .assembler import ChunkAssembler, stream_updates
-from .errors import ProviderError
-from .profiles import resolve_profile
-from .types import Finish
+from ..assembler import ChunkAssembler, stream_updates
+from ..errors import ProviderError
+from ..profiles import resolve_profile
+from ..types import Finish
 
 
 def inspect_stream(data: bytes, out=None, profile: str | None = None,

@@ -95,7 +95,7 @@ class ReplayServer:
             append the text to ``mismatches``; a ``Reply`` is sent instead (its body is
             appended to ``mismatches``).
         strict: a provider profile name (str) whose refusals the server plays: a
-            request that provider would refuse gets its error (``agentflow.strict``,
+            request that provider would refuse gets its error (``agentflow.testing.strict``,
             SPEC R21), checked before ``check``.
         keep_alive: ``None`` (close after each reply), ``"chunked"`` (keep the
             connection, send each body with ``Transfer-Encoding: chunked``, each item

@@ -30,12 +30,12 @@ import shlex
 import sys
 import time
 
-from .builtin_tools import BUILTIN_NAMES
-from .errors import AgentflowError
-from .policy import PROJECT_FILE
-from .profiles import PROFILES
-from .session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
-from .types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
+from ..builtin_tools import BUILTIN_NAMES
+from ..errors import AgentflowError
+from ..policy import PROJECT_FILE
+from ..profiles import PROFILES
+from ..session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
+from ..types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
                     TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolResult,
                     update_to_json)
 
@@ -170,8 +170,8 @@ class Chat:
 
     def __init__(self, args, session: AgentSession, out: Output | None = None,
                  interactive: bool = False, mcp_servers=()):
-        from .agent import ChatClientAgent
-        from .builtin_tools import builtin_tools
+        from ..agent import ChatClientAgent
+        from ..builtin_tools import builtin_tools
         self.args = args
         self.session = session
         self.out = out or Output(args.json)
@@ -214,7 +214,7 @@ class Chat:
         """The provider client, after checking the endpoint and the key: a URL
         without http:// and a missing OpenAI key are said before anything connects."""
         from urllib.parse import urlsplit
-        from .openai_client import DEFAULT_BASE_URL, OpenAIChatClient
+        from ..openai_client import DEFAULT_BASE_URL, OpenAIChatClient
         if self.args.base_url is not None:
             url, source = settings["base_url"], "--base-url"
         elif settings["base_url"]:
@@ -540,7 +540,7 @@ class Chat:
             Quit: input ended at the scope question.
             PolicyError, OSError: the project file could not be read or written.
         """
-        from .policy import exact_rules
+        from ..policy import exact_rules
         tool = self.tools.get(request.name)
         arguments = request.arguments if isinstance(request.arguments, dict) else None
         rules = exact_rules(tool, arguments) if tool is not None else []
@@ -574,7 +574,7 @@ class Chat:
             PolicyError: the existing file has a bad rule.
             OSError: the file could not be read or written.
         """
-        from .policy import ApprovalPolicy
+        from ..policy import ApprovalPolicy
         path = os.path.join(self.workspace, PROJECT_FILE)
         project = (ApprovalPolicy.load(path, "project") if os.path.exists(path)
                    else ApprovalPolicy(name="project", source=path))
@@ -610,8 +610,8 @@ class Chat:
             Quit: input ended.
         """
         import difflib
-        from .policy import decide
-        from .tools import schema_errors
+        from ..policy import decide
+        from ..tools import schema_errors
         tool = self.tools.get(request.name)
         if tool is None or not isinstance(request.arguments, dict):
             self.say("  these arguments cannot be edited (not a JSON object)")
@@ -698,7 +698,7 @@ class Chat:
     def layers(self) -> list:
         """The policy layers in the loop's order: --policy, the session's grants, the
         project and user files (R19)."""
-        from .policy import layers_in_order
+        from ..policy import layers_in_order
         return layers_in_order(self.options.policy, self.session.approvals,
                                self.agent.chat_client.policies, time.time())
 
@@ -879,9 +879,9 @@ def policy_layers(policy_file, tools, workspace=".", notes=None) -> tuple:
         UsageError: a file cannot be read, or has a bad rule (naming the file and
             the rule).
     """
-    from .builtin_tools import builtin_tools
-    from .errors import PolicyError
-    from .policy import ApprovalPolicy, policy_name, standard_layers
+    from ..builtin_tools import builtin_tools
+    from ..errors import PolicyError
+    from ..policy import ApprovalPolicy, policy_name, standard_layers
     catalogue = [*builtin_tools(workspace=workspace), *tools.values()]
     try:
         run = ApprovalPolicy.load(policy_file, "--policy") if policy_file else None
@@ -992,7 +992,7 @@ def _start_mcp_servers(specs, stack) -> list:
     if not specs:
         return []
     try:
-        from .mcp import MCPServer
+        from ..mcp import MCPServer
     except ImportError as exc:
         raise UsageError(f"--mcp: {exc}") from None
     servers = []
@@ -1038,7 +1038,7 @@ def main(args) -> int:
         _check_flags(args)
         with contextlib.ExitStack() as stack:
             if args.store:
-                from .stores import open_store
+                from ..stores import open_store
                 store = stack.enter_context(open_store(args.store))
                 session = stack.enter_context(store.open(args.session))
             elif args.session:
@@ -1052,7 +1052,7 @@ def main(args) -> int:
                 session = AgentSession()
             servers = _start_mcp_servers(args.mcp, stack)
             for server in servers:
-                out.say(server.summary())
+                out.say(mcp_summary(server))
             return Chat(args, session, out, interactive=interactive, mcp_servers=servers).main()
     except UsageError as exc:
         return fail(EXIT_USAGE, "UsageError", str(exc))
@@ -1064,3 +1064,27 @@ def main(args) -> int:
         if args.debug:
             raise
         return fail(EXIT_ERROR, type(exc).__name__, cli_words(str(exc)))
+
+
+def mcp_summary(server) -> str:
+    """What ``agentflow chat`` shows at start for an MCP server: the server, one line per
+    tool with its wire name and whether it asks, then how policy rules name them and what
+    their patterns match.
+
+    Args:
+        server: a started ``agentflow.mcp.MCPServer``.
+
+    Returns:
+        str: the lines, joined by newlines.
+    """
+    tools = server.tools
+    width = max((len(t.name) for t in tools), default=0)
+    lines = [f"MCP server {server.name} ({server.describe()}): {len(tools)} tools"]
+    lines += [f"  {t.name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
+              f"({t.approval_reason})" for t in tools]
+    subjects = [f"{t.mcp_name}({t.subject})" for t in tools if t.subject]
+    lines.append(f"  policy rules name them {server.name}.TOOL"
+                 + (f"; patterns match {', '.join(subjects)}" if subjects else "")
+                 + (f"; paths from {server.root}" if any(
+                     t.subject_kind == "path" for t in tools if t.subject) else ""))
+    return "\n".join(lines)

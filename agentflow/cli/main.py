@@ -1,0 +1,121 @@
+"""The agentflow command.
+
+    agentflow chat [MESSAGE] [options]             chat with an OpenAI-compatible endpoint
+    agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
+    agentflow inspect-stream FILE                  what a recorded SSE body assembles to
+    agentflow pending --store URL [--json]         list the calls waiting for approval
+    agentflow policy check 'TOOL(SUBJECT)'         which rule decides a call (--mcp: of MCP tools)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main(argv=None) -> int:
+    """The ``agentflow`` command line.
+
+    Args:
+        argv: the arguments (list of str) after the program name; default
+            ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status.
+    """
+    parser = argparse.ArgumentParser(prog="agentflow", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    from .chat import add_arguments
+    chat = commands.add_parser(
+        "chat", help="chat with any OpenAI-compatible endpoint; approve tool calls at a prompt",
+        description=_chat_doc(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(chat)
+    demo = commands.add_parser(
+        "demo", help="the approval flow over real HTTP against a built-in replay server")
+    decision = demo.add_mutually_exclusive_group()
+    decision.add_argument("--approve", action="store_true", help="approve without asking")
+    decision.add_argument("--deny", nargs="?", const="", metavar="REASON",
+                          help="reject without asking, with an optional reason")
+    inspect = commands.add_parser(
+        "inspect-stream", help="print what a recorded SSE body assembles to, and the "
+                               "provider quirks it needed")
+    inspect.add_argument("file", help="a text/event-stream body; - reads standard input")
+    inspect.add_argument("--profile", help="the provider profile to show the next request "
+                                           "with (default: guessed from --base-url)")
+    inspect.add_argument("--base-url", help="the API root the stream came from")
+    pending = commands.add_parser(
+        "pending", help="list the calls waiting for approval in a session store, oldest first")
+    pending.add_argument("--store", required=True, metavar="URL",
+                         help="sqlite:///sessions.db, postgresql://… or file:///folder")
+    pending.add_argument("--json", action="store_true", help="one JSON object a line")
+    policy = commands.add_parser(
+        "policy", help="test approval policy rules without running a model")
+    policy_commands = policy.add_subparsers(dest="policy_command", required=True)
+    check = policy_commands.add_parser(
+        "check", help="print which rule in which layer decides a call, e.g. "
+                      "'run_command(rm -rf /)'")
+    check.add_argument("call", help="TOOL(SUBJECT): a built-in tool, or SERVER.TOOL of an "
+                                    "MCP server given with --mcp, and the value of its "
+                                    "subject argument (the command, the path)")
+    check.add_argument("--policy", metavar="FILE", help="also the policy FILE, checked first "
+                                                       "(as agentflow chat --policy does)")
+    check.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND|URL",
+                       help="also the tools of this MCP server, as agentflow chat --mcp: it "
+                            "is started to list its tools and stopped; no tool is called")
+    args = parser.parse_args(argv)
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `agentflow ... | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _chat_doc() -> str:
+    from . import chat
+    return chat.__doc__
+
+
+def _dispatch(args) -> int:
+    if args.command == "chat":
+        from .chat import main as chat_main
+        return chat_main(args)
+    if args.command == "inspect-stream":
+        from .inspect_stream import inspect_stream
+        if args.file == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            try:
+                with open(args.file, "rb") as handle:
+                    data = handle.read()
+            except OSError as exc:
+                print(f"agentflow: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+                return 2
+        try:
+            return inspect_stream(data, profile=args.profile, base_url=args.base_url)
+        except ValueError as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 2
+    if args.command == "pending":
+        from ..errors import AgentflowError
+        from .pending import pending_command
+        try:
+            return pending_command(args.store, args.json)
+        except (AgentflowError, ValueError, OSError, ImportError) as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 1
+    if args.command == "policy":
+        from .policy_check import policy_check
+        return policy_check(args.call, args.policy, args.mcp)
+    if args.command == "demo":
+        from . import demo as demo_module
+        if args.approve:
+            return demo_module.main(True)
+        if args.deny is not None:
+            return demo_module.main(False, args.deny or None)
+        return demo_module.main()
+    return 2

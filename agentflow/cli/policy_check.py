@@ -1,0 +1,83 @@
+"""``agentflow policy check 'TOOL(SUBJECT)'``: which rule in which layer decides a call,
+without running a model (SPEC R18, R19)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
+    """``agentflow policy check 'run_command(rm -rf /)'``: the decision agentflow chat's
+    gate would take, and the rule and layer behind it (SPEC R18, R19). With ``--mcp``
+    the servers are started only to list their tools (a tool's subject comes from its
+    schema), then stopped; no tool is called.
+
+    Args:
+        call: ``TOOL(SUBJECT)`` or a bare ``TOOL`` (str), as a policy rule is written.
+        policy_file: a policy file (str path) checked before the standard layers, or
+            ``None``.
+        mcp_specs: the ``--mcp`` values (``[NAME=]COMMAND|URL``) whose tools may be named.
+
+    Returns:
+        int: the exit status: 0 with the decision printed, 2 for a call or file that
+        cannot be read.
+    """
+    import contextlib
+    from .chat import UsageError, _start_mcp_servers
+    from ..errors import AgentflowError
+    from ..policy import Rule, PolicyError
+    try:
+        parsed = Rule.parse(call)
+    except PolicyError as exc:
+        print(f"agentflow: {exc}", file=sys.stderr)
+        return 2
+    server = parsed.tool.partition(".")[0]
+    if "." in parsed.tool and not mcp_specs:
+        print(f"agentflow: policy check: {parsed.tool} is a tool of the MCP server {server!r}: "
+              f"give the server as agentflow chat does, --mcp '{server}=COMMAND' (or "
+              f"{server}=URL); it is started to list its tools, then stopped, and no tool "
+              "is called", file=sys.stderr)
+        return 2
+    with contextlib.ExitStack() as stack:
+        try:
+            servers = _start_mcp_servers(mcp_specs, stack)
+        except (UsageError, AgentflowError) as exc:
+            print(f"agentflow: {exc}", file=sys.stderr)
+            return 2
+        return _decision(call, parsed, policy_file,
+                                [t for s in servers for t in s.tools])
+
+
+def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
+    """The rest of ``_policy_check``, while its MCP servers run."""
+    from ..builtin_tools import builtin_tools
+    from .chat import UsageError, policy_layers
+    from ..policy import PolicyError, gate_verdict, policy_name
+    tools = {policy_name(t): t for t in [*builtin_tools(), *mcp_tools]}
+    try:
+        run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()})
+    except (PolicyError, UsageError) as exc:
+        print(f"agentflow: {exc}", file=sys.stderr)
+        return 2
+    tool = tools.get(parsed.tool)
+    if tool is None or (parsed.pattern is not None and tool.subject is None):
+        why = ("" if tool is None else f"{parsed.tool} has no subject argument for a "
+               "pattern (write it without one); ")
+        print(f"agentflow: policy check: {why}write a tool and its subject, e.g. "
+              f"'run_command(git status)' (tools: {', '.join(tools)})", file=sys.stderr)
+        return 2
+    arguments = {} if parsed.pattern is None else {tool.subject: parsed.pattern}
+    all_layers = ([run] if run else []) + layers
+    verdict = gate_verdict(tool, arguments, all_layers)
+    word = {"run": "runs without asking", "ask": "asks", "deny": "denied"}[verdict.action]
+    print(f"{call}: {word}")
+    if verdict.rule is not None:
+        sources = {layer.name: layer.source for layer in all_layers}
+        print(f"  rule:  {verdict.rule}")
+        print("  layer: " + "; ".join(f"{name} ({sources[name]})" if sources.get(name)
+                                      else name for name in verdict.layer.split("; ")))
+    else:
+        print(f"  no rule decides: {verdict.why or 'the tool needs no approval'}")
+    print(f"  layers checked: {', '.join(l.name for l in all_layers) or 'none'} "
+          "(session grants apply in a chat)")
+    return 0
