@@ -1,11 +1,12 @@
 """Shared helpers for the tests that read recorded provider streams and split bytes.
 
 * ``find_streams_dir()`` / ``streams_dir()``: locate ``../shared/fixtures/streams``
-  (beside the repository, SPEC §6 "examples in fixtures/streams/"). The recorded
+  (beside the repository: the recorded examples of SPEC §6). The recorded
   streams are third-party data kept outside the repository, so a plain clone may not
   have them: ``streams_dir()`` then skips the calling test, except in CI (the
   environment variable ``CI`` is ``"true"``, see .ci/run), where a missing folder is a
   broken checkout and the test fails.
+  ``missing_shared_part(reason)`` is that skip-or-fail, for any other shared file.
 * ``random_splits(data, seed)``: cut bytes at seeded random places, to feed a
   sans-IO parser the way a network delivers them.
 * ``summarize(updates)``: the text, reasoning, tool calls, ends and finishes a list of
@@ -41,8 +42,14 @@ def streams_dir() -> Path:
     found = find_streams_dir()
     if found is not None:
         return found
-    reason = (f"recorded provider streams not found at {STREAMS_DIR}; they live in the "
-              "shared folder beside the repository (../shared/fixtures/streams)")
+    missing_shared_part(f"recorded provider streams not found at {STREAMS_DIR}; they "
+                        "live in the shared folder beside the repository "
+                        "(../shared/fixtures/streams)")
+
+
+def missing_shared_part(reason: str):
+    """Skip the calling test for ``reason``, something of ../shared being absent; or
+    fail it when ``CI == "true"``, where .ci/run always puts the shared folder there."""
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason} (CI=true: the shared folder must be present)")
     pytest.skip(reason)
