@@ -3,9 +3,13 @@ approval), read a file and list a folder (both capped in size; they run without 
 inside the workspace and ask outside it or for a secret file, ``workspace.py``).
 
 Every tool works in the workspace: relative paths are opened from it and commands run
-in it. Each tool's ``preview(arguments)`` is what the approval prompt shows besides the
-arguments: the exact command line (with a warning for each path it names outside the
-workspace or secret), or the diff a write would make. Each declares its subject for
+in it. Each tool is a class (``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``)
+whose method of the tool's name is what runs; ``builtin_tools()`` makes them. The
+tools that always ask have ``preview(arguments)``, what the approval prompt shows
+besides the arguments: the exact command line (with a warning for each path it names
+outside the workspace or secret), or the diff a write would make; and
+``preview_summary(arguments)``, the same in one line (the command; a write's path and
+diff size) for lists of waiting calls. Each declares its subject for
 approval policies (SPEC R19): ``run_command`` its command line (a shell subject), the
 file tools their path.
 
@@ -77,23 +81,230 @@ def _kill_group(process: subprocess.Popen) -> None:
         process.kill()
 
 
-class _Previewed(ApprovalRequiredTool):
-    def __init__(self, tool: Tool, preview, when=None):
-        super().__init__(tool, when)
-        self._preview = preview
+class _Builtin(ApprovalRequiredTool):
+    """A built-in tool: the method ``method`` of the subclass as a ``FunctionTool``
+    (its name, docstring and signature are what the model is told), working in a
+    ``Workspace``, and waiting for approval when ``when`` says so (SPEC R3, R18)."""
 
-    def preview(self, arguments: dict) -> str | None:
+    def __init__(self, method, space: Workspace, subject: str, kind: str,
+                 idempotent: bool = False, when=None):
+        made = FunctionTool(method, idempotent=idempotent, subject=subject, subject_kind=kind)
+        made.workspace = space.root
+        super().__init__(made, when)
+        self.space = space
+
+
+class RunCommand(_Builtin):
+    """``run_command``: a shell command run in the workspace, always asked for. Its
+    subject for policies is the command line (a shell subject, SPEC R19).
+
+    Args:
+        space: the ``Workspace`` the command runs in.
+        timeout: seconds (float) the command may run before its process group is killed.
+        output_cap: bytes (int) of its output sent to the model.
+    """
+
+    def __init__(self, space: Workspace, timeout: float = 30.0, output_cap: int = 16_000):
+        self.timeout, self.output_cap = timeout, output_cap
+        super().__init__(self.run_command, space, "command", "shell")
+
+    def run_command(self, command: str) -> str:
+        """Run a shell command on this machine and return its exit status and output.
+
+        Args:
+            command: the command line, run by the system shell.
+        """
+        process, lifeline = _start(command, self.space.root)
         try:
-            return self._preview(arguments)
-        except (KeyError, TypeError, OSError) as exc:
-            return f"(no preview: {exc})"
+            output, _ = process.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            output, _ = process.communicate()
+            return (f"timed out after {self.timeout:g} s (killed)\n"
+                    + _cap(output, self.output_cap))
+        except BaseException:  # Ctrl-C, SystemExit: the command stops with the run (R16)
+            _kill_group(process)
+            process.wait()
+            raise
+        finally:
+            if lifeline is not None:
+                os.close(lifeline)
+        return f"exit status {process.returncode}\n" + _cap(output, self.output_cap)
+
+    def preview(self, arguments: dict) -> str:
+        """What the approval prompt shows besides the arguments (SPEC R25).
+
+        Args:
+            arguments: the call's arguments (dict).
+
+        Returns:
+            str: ``$ <command>``, then a ``warning: it …`` line for each path it names
+            outside the workspace or secret; ``(no preview: …)`` when the arguments
+            lack the command.
+        """
+        return _previewed(lambda: self._preview(arguments))
+
+    def preview_summary(self, arguments: dict) -> str:
+        """One line that lets a person judge the call without the prompt.
+
+        Args:
+            arguments: the call's arguments (dict).
+
+        Returns:
+            str: the preview's lines (the command line, its warnings) joined by `` ⏎ ``.
+        """
+        return " ⏎ ".join(self.preview(arguments).splitlines())
+
+    def _preview(self, arguments: dict) -> str:
+        warnings = self.space.command_warnings(arguments["command"])
+        return "\n".join([f"$ {arguments['command']}"]
+                         + [f"warning: it {concern}" for concern in warnings])
+
+
+class ReadFile(_Builtin):
+    """``read_file``: a file's first bytes; asks only for a path outside the workspace
+    or a secret file (``Workspace.predicate``, SPEC R18). Idempotent (R16).
+
+    Args:
+        space: the ``Workspace`` relative paths are opened from.
+        read_cap: bytes (int) returned at most.
+    """
+
+    def __init__(self, space: Workspace, read_cap: int = 64_000):
+        self.read_cap = read_cap
+        super().__init__(self.read_file, space, "path", "path", idempotent=True,
+                         when=space.predicate("reads"))
+
+    def read_file(self, path: str) -> str:
+        """Read a text file.
+
+        Args:
+            path: the file's path.
+        """
+        with open(os.path.join(self.space.root, path), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(self.read_cap)
+        return _cap(data, self.read_cap, max(size, len(data)), "read cap")
+
+
+class ListDir(_Builtin):
+    """``list_dir``: a folder's entries by name; asks only outside the workspace
+    (``Workspace.predicate``, SPEC R18). Idempotent (R16).
+
+    Args:
+        space: the ``Workspace`` relative paths are opened from.
+        list_cap: entries (int) returned at most.
+    """
+
+    def __init__(self, space: Workspace, list_cap: int = 500):
+        self.list_cap = list_cap
+        super().__init__(self.list_dir, space, "path", "path", idempotent=True,
+                         when=space.predicate("lists"))
+
+    def list_dir(self, path: str = ".") -> str:
+        """List a folder: one entry a line, folders ending in '/'.
+
+        Args:
+            path: the folder's path.
+        """
+        entries = sorted(os.scandir(os.path.join(self.space.root, path)),
+                         key=lambda e: e.name)
+        lines = [e.name + ("/" if e.is_dir() else "") for e in entries[:self.list_cap]]
+        if len(entries) > self.list_cap:
+            lines.append(f"[... {len(entries) - self.list_cap} more entries]")
+        return "\n".join(lines) or "(empty)"
+
+
+class WriteFile(_Builtin):
+    """``write_file``: replace a file's content; always asks, saying why when the path
+    is outside the workspace or secret (SPEC R18). Its preview is the diff.
+
+    Args:
+        space: the ``Workspace`` relative paths are opened from.
+    """
+
+    def __init__(self, space: Workspace):
+        super().__init__(self.write_file, space, "path", "path",
+                         when=space.predicate("writes", "write_file always asks"))
+
+    def write_file(self, path: str, content: str) -> str:
+        """Write a text file, replacing what it held.
+
+        Args:
+            path: the file's path.
+            content: the whole new content.
+        """
+        with open(os.path.join(self.space.root, path), "w", encoding="utf-8") as handle:
+            handle.write(content)
+        return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
+
+    def preview(self, arguments: dict) -> str:
+        """The unified diff the write would make (SPEC R25); nothing is written.
+
+        Args:
+            arguments: the call's arguments (dict with ``path`` and ``content``).
+
+        Returns:
+            str: the diff (``--- (new file)`` as its old side for a new file),
+            ``(no change to <path>)``, or ``(no preview: …)``.
+        """
+        return _previewed(lambda: self._diff(arguments)[0])
+
+    def preview_summary(self, arguments: dict) -> str:
+        """One line that lets a person judge the call without the prompt.
+
+        Args:
+            arguments: the call's arguments (dict with ``path`` and ``content``).
+
+        Returns:
+            str: ``<path>: +N -M lines`` (``<path> (new file): …`` for a new file), or
+            the preview when there is no diff (no change, no preview).
+        """
+        try:
+            diff, new = self._diff(arguments)
+        except _NO_PREVIEW as exc:
+            return _no_preview(exc)
+        if not diff.startswith("---"):
+            return diff
+        lines = diff.splitlines()[2:]
+        added = sum(1 for line in lines if line.startswith("+"))
+        removed = sum(1 for line in lines if line.startswith("-"))
+        return f"{arguments['path']}{' (new file)' if new else ''}: +{added} -{removed} lines"
+
+    def _diff(self, arguments: dict) -> tuple[str, bool]:
+        path, new = arguments["path"], arguments["content"]
+        try:
+            with open(os.path.join(self.space.root, path), encoding="utf-8") as handle:
+                old = handle.read()
+        except FileNotFoundError:
+            old, label = "", "(new file)"
+        else:
+            label = path
+        diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                    fromfile=label, tofile=path)
+        return "".join(diff) or f"(no change to {path})", label != path
+
+
+_NO_PREVIEW = (KeyError, TypeError, OSError)  # arguments a preview cannot read
+
+
+def _no_preview(exc: Exception) -> str:
+    return f"(no preview: {exc})"
+
+
+def _previewed(make) -> str:
+    try:
+        return make()
+    except _NO_PREVIEW as exc:
+        return _no_preview(exc)
 
 
 def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
                   output_cap: int = 16_000, read_cap: int = 64_000,
                   list_cap: int = 500, workspace=None,
                   secret_files=SECRET_FILES) -> list[Tool]:
-    """The built-in tools.
+    """The built-in tools: ``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``
+    sharing one ``Workspace``.
 
     Args:
         names: an iterable of names from ``BUILTIN_NAMES``.
@@ -112,98 +323,13 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         ValueError: an unknown name.
     """
     space = Workspace(workspace, secret_files)
-    root = space.root
-
-    def run_command(command: str) -> str:
-        """Run a shell command on this machine and return its exit status and output.
-
-        Args:
-            command: the command line, run by the system shell.
-        """
-        process, lifeline = _start(command, root)
-        try:
-            output, _ = process.communicate(timeout=command_timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            output, _ = process.communicate()
-            return f"timed out after {command_timeout:g} s (killed)\n" + _cap(output, output_cap)
-        except BaseException:  # Ctrl-C, SystemExit: the command stops with the run (R16)
-            _kill_group(process)
-            process.wait()
-            raise
-        finally:
-            if lifeline is not None:
-                os.close(lifeline)
-        return f"exit status {process.returncode}\n" + _cap(output, output_cap)
-
-    def read_file(path: str) -> str:
-        """Read a text file.
-
-        Args:
-            path: the file's path.
-        """
-        with open(os.path.join(root, path), "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            data = handle.read(read_cap)
-        return _cap(data, read_cap, max(size, len(data)), "read cap")
-
-    def list_dir(path: str = ".") -> str:
-        """List a folder: one entry a line, folders ending in '/'.
-
-        Args:
-            path: the folder's path.
-        """
-        entries = sorted(os.scandir(os.path.join(root, path)), key=lambda e: e.name)
-        lines = [e.name + ("/" if e.is_dir() else "") for e in entries[:list_cap]]
-        if len(entries) > list_cap:
-            lines.append(f"[... {len(entries) - list_cap} more entries]")
-        return "\n".join(lines) or "(empty)"
-
-    def write_file(path: str, content: str) -> str:
-        """Write a text file, replacing what it held.
-
-        Args:
-            path: the file's path.
-            content: the whole new content.
-        """
-        with open(os.path.join(root, path), "w", encoding="utf-8") as handle:
-            handle.write(content)
-        return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
-
-    def command_preview(arguments: dict) -> str:
-        warnings = space.command_warnings(arguments["command"])
-        return "\n".join([f"$ {arguments['command']}"]
-                         + [f"warning: it {concern}" for concern in warnings])
-
-    def write_preview(arguments: dict) -> str:
-        path, new = arguments["path"], arguments["content"]
-        try:
-            with open(os.path.join(root, path), encoding="utf-8") as handle:
-                old = handle.read()
-        except FileNotFoundError:
-            old, label = "", "(new file)"
-        else:
-            label = path
-        diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                    fromfile=label, tofile=path)
-        return "".join(diff) or f"(no change to {path})"
-
-    def made_in(func, subject, kind, idempotent=False):
-        made = FunctionTool(func, idempotent=idempotent, subject=subject, subject_kind=kind)
-        made.workspace = root
-        return made
-
-    made = {
-        "run_command": _Previewed(made_in(run_command, "command", "shell"), command_preview),
-        "read_file": ApprovalRequiredTool(made_in(read_file, "path", "path", idempotent=True),
-                                          when=space.predicate("reads")),
-        "list_dir": ApprovalRequiredTool(made_in(list_dir, "path", "path", idempotent=True),
-                                         when=space.predicate("lists")),
-        "write_file": _Previewed(made_in(write_file, "path", "path"), write_preview,
-                                 when=space.predicate("writes", "write_file always asks")),
-    }
+    made = {"run_command": lambda: RunCommand(space, command_timeout, output_cap),
+            "read_file": lambda: ReadFile(space, read_cap),
+            "list_dir": lambda: ListDir(space, list_cap),
+            "write_file": lambda: WriteFile(space)}
+    names = list(names)
     unknown = [n for n in names if n not in made]
     if unknown:
         raise ValueError(f"unknown tool(s) {', '.join(unknown)}; the built-in tools are "
                          f"{', '.join(BUILTIN_NAMES)}")
-    return [made[n] for n in names]
+    return [made[n]() for n in names]

@@ -226,3 +226,42 @@ def test_write_file_preview_without_a_change(tmp_path):
 def test_read_only_tools_have_no_preview():
     assert not hasattr(one("read_file"), "preview")
     assert not hasattr(one("list_dir"), "preview")
+
+
+# -- the preview summary hook (one line, for lists of waiting calls) ----------------------
+
+def test_write_file_preview_summary_counts_the_diff(tmp_path):
+    path = tmp_path / "notes.txt"
+    write = one("write_file")
+    assert write.preview_summary({"path": str(path), "content": "a\nb\n"}) == \
+        f"{path} (new file): +2 -0 lines"
+    path.write_text("one\n--two\nthree\n", encoding="utf-8")
+    # a removed line that itself starts with "--" is a removal, not a header
+    assert write.preview_summary({"path": str(path), "content": "one\n2\n3\nthree\n"}) == \
+        f"{path}: +2 -1 lines"
+    assert write.preview_summary({"path": str(path), "content": "one\n--two\nthree\n"}) == \
+        f"(no change to {path})"
+    assert write.preview_summary({"path": str(path)}) == "(no preview: 'content')"
+    assert path.read_text(encoding="utf-8") == "one\n--two\nthree\n"  # nothing written
+
+
+def test_run_command_preview_summary_is_one_line(tmp_path):
+    run = one("run_command", workspace=tmp_path)
+    assert run.preview_summary({"command": "ls"}) == "$ ls"
+    assert run.preview_summary({"command": "cat ../x"}) == \
+        "$ cat ../x ⏎ warning: it " + run.space.command_warnings("cat ../x")[0]
+    assert run.preview_summary({}) == "(no preview: 'command')"
+
+
+def test_each_tool_is_a_class_usable_alone(tmp_path):
+    from agentflow.builtin_tools import ListDir, ReadFile, RunCommand, WriteFile
+    from agentflow.workspace import Workspace
+
+    space = Workspace(tmp_path)
+    assert WriteFile(space).write_file("a.txt", "hi") == "wrote 2 bytes to a.txt"
+    assert ReadFile(space, read_cap=1).read_file("a.txt") == \
+        "h\n[... 1 more bytes cut: the read cap is 1 bytes]"
+    assert ListDir(space).list_dir() == "a.txt"
+    assert RunCommand(space).run_command("cat a.txt") == "exit status 0\nhi"
+    # what help() shows is what the model is told
+    assert RunCommand.run_command.__doc__.startswith("Run a shell command on this machine")

@@ -444,17 +444,9 @@ class Chat:
             str: the command line (``$ …``, lines joined by `` ⏎ ``), a write's
             ``<path>: +N -M lines``, or else the arguments as JSON.
         """
-        shown = self._preview(request.name, request.arguments)
-        if shown and shown.startswith("$ "):
-            return " ⏎ ".join(shown.splitlines())
-        if shown and request.name == "write_file":
-            lines = shown.splitlines()
-            added = sum(1 for line in lines[2:] if line.startswith("+"))
-            removed = sum(1 for line in lines[2:] if line.startswith("-"))
-            new = " (new file)" if lines[0] == "--- (new file)" else ""
-            path = request.arguments.get("path")
-            return (f"{path}{new}: +{added} -{removed} lines" if shown.startswith("---")
-                    else shown)
+        summarize = getattr(self.tools.get(request.name), "preview_summary", None)
+        if summarize is not None and isinstance(request.arguments, dict):
+            return summarize(request.arguments)
         if request.arguments is None:
             return "(arguments are not valid JSON)"
         return json.dumps(request.arguments, ensure_ascii=False)
