@@ -32,6 +32,8 @@ import re
 import types
 import typing
 import warnings
+
+from .errors import ResultConversionError
 from typing import Any, Callable, Literal, NamedTuple, Union
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -104,11 +106,6 @@ class Tool:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
-
-class ResultConversionError(Exception):
-    """A tool ran, but its result could not be turned into text. The loop reports
-    ``the tool ran; its result could not be converted: …`` and never ``Error: …``,
-    which would invite the model to run the side effect again (SPEC R16)."""
 
 UNCONVERTED = "the tool ran; its result could not be converted: "  # SPEC R16
 

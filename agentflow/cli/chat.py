@@ -31,7 +31,7 @@ import sys
 import time
 
 from ..builtin_tools import BUILTIN_NAMES
-from ..errors import AgentflowError
+from ..errors import AgentflowError, UsageError
 from ..policy import PROJECT_FILE
 from ..profiles import PROFILES
 from ..session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
@@ -59,10 +59,6 @@ _CLI_WORDS = [
     (re.compile(r"resume with the same AgentSession the run paused in"),
      "give the --session file the run paused in"),
 ]
-
-
-class UsageError(ValueError):
-    """The command line asks for something impossible (exit status 2)."""
 
 
 class Quit(Exception):

@@ -23,7 +23,8 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         cannot be read.
     """
     import contextlib
-    from .chat import UsageError, _start_mcp_servers
+    from .chat import _start_mcp_servers
+    from ..errors import UsageError
     from ..errors import AgentflowError
     from ..policy import Rule, PolicyError
     try:
@@ -51,7 +52,8 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
 def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
     """The rest of ``_policy_check``, while its MCP servers run."""
     from ..builtin_tools import builtin_tools
-    from .chat import UsageError, policy_layers
+    from .chat import policy_layers
+    from ..errors import UsageError
     from ..gate import gate_verdict, layers_in_order
     from ..policy import PolicyError, policy_name
     from ..types import Decision
