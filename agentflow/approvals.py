@@ -14,7 +14,7 @@ On resume the ledger is checked before anything runs (``check``):
   that needed none cannot be approved into running), and a response that carries a
   ``digest`` must carry the recorded one.
 
-Then each record is *decided* exactly once (``decide``) and leaves the ledger for the
+Then each record is *consumed* exactly once (``consume``) and leaves the ledger for the
 audit trail: approved, rejected, expired (``approval_ttl`` passed: a rejection with
 reason ``approval expired``) or unanswered. A second resume with the same responses
 finds no record and no pending call: ``ApprovalError``, nothing runs (SPEC R11, R12).
@@ -35,19 +35,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import NamedTuple
 
-from typing import TYPE_CHECKING, Callable, Collection, Mapping
-
-from . import policy as policies
-from .canonical import arguments_digest, canonical_json
-from .errors import ApprovalError, PolicyError
-from .tools import schema_errors
+from .canonical import arguments_digest
+from .errors import ApprovalError
 from .types import ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
-if TYPE_CHECKING:
-    from .tools import Tool
-
 EXPIRED_REASON = "approval expired"
-DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
 
 
 def utc_iso(timestamp: float) -> str:
@@ -63,9 +55,9 @@ def utc_iso(timestamp: float) -> str:
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-class Decision(NamedTuple):
-    """Whether a pending call may run; ``reason`` is what a rejection sends (``None``:
-    the default, SPEC R7)."""
+class Settlement(NamedTuple):
+    """Whether a pending call runs on resume; ``reason`` is what a rejection sends
+    (``None``: the default, SPEC R7)."""
 
     may_run: bool
     reason: str | None = None
@@ -208,43 +200,6 @@ class ApprovalLedger:
         self.denied = [d for d in self.denied if d.call_id != call.id] + [
             Denial(call.id, call.name, arguments_digest(call.arguments), rule, layer)]
 
-    def audit_verdicts(self, calls: list[ToolCall], verdicts: dict, pausing: bool,
-                       now: float) -> None:
-        """Audit the gate's automatic decisions on one turn (SPEC R18, R19): every
-        policy rule's, and a risky tool its own check let run, unless the turn pauses
-        (then it does not run, R5). An ask by the tool's own answer is not audited
-        here: it is recorded with the pending approval (``issue``).
-
-        Args:
-            calls: the turn's ``ToolCall`` list, in call order.
-            verdicts: call id (str) → ``agentflow.policy.GateVerdict``; a call without
-                one (an unknown tool) is skipped.
-            pausing: whether any call of the turn asks, so the turn pauses.
-            now: the time of the decision (POSIX seconds).
-        """
-        for call in calls:
-            verdict = verdicts.get(call.id)
-            if verdict is None or (verdict.action == "run" and pausing):
-                continue
-            if verdict.rule is not None or verdict.action == "run" and verdict.why:
-                outcome = {"run": "allowed", "deny": "denied", "ask": "asked"}[
-                    verdict.action]
-                self.automatic(call, outcome, now, verdict.why, verdict.rule,
-                               verdict.layer)
-
-    def hold_denials(self, calls: list[ToolCall], verdicts: dict) -> None:
-        """Remember each call of a pausing turn that a policy denied, so the resume
-        answers it ``Rejected: denied by policy (<rule>)`` without deciding again.
-
-        Args:
-            calls: the turn's ``ToolCall`` list.
-            verdicts: call id (str) → ``agentflow.policy.GateVerdict``.
-        """
-        for call in calls:
-            verdict = verdicts.get(call.id)
-            if verdict is not None and verdict.action == "deny":
-                self.hold_denial(call, verdict.rule, verdict.layer)
-
     def take_denial(self, call: ToolCall) -> Denial | None:
         """Take a held denial out of the ledger.
 
@@ -335,9 +290,10 @@ class ApprovalLedger:
                 "the arguments that were put up for approval; the approver saw other "
                 "arguments. Nothing was executed.", mismatched)
 
-    def decide(self, call: ToolCall, response: ToolApprovalResponse | None,
-               now: float, edited_digest: str | None = None) -> Decision:
-        """Consume the record of ``call`` (which must have one) and log the decision.
+    def consume(self, call: ToolCall, response: ToolApprovalResponse | None,
+                now: float, edited_digest: str | None = None) -> Settlement:
+        """Take the record of ``call`` (which must have one) out of the pending list and
+        log the human's decision on it in the audit trail.
 
         Args:
             call: the pending ``ToolCall``.
@@ -347,7 +303,7 @@ class ApprovalLedger:
                 (R20), if the response edits them.
 
         Returns:
-            A ``Decision``; an expired record is a rejection with reason
+            A ``Settlement``; an expired record is a rejection with reason
             ``approval expired`` whatever the response says.
         """
         record = next(r for r in self.pending if r.call_id == call.id)
@@ -367,7 +323,7 @@ class ApprovalLedger:
             response.approver if response is not None else None,
             utc_iso(record.issued_at), utc_iso(now), record.why, record.rule, record.layer,
             edited_digest if may_run else None, granted))
-        return Decision(may_run, reason)
+        return Settlement(may_run, reason)
 
     def awaits(self, call_id: str) -> bool:
         """Whether a call has a pending approval record.
@@ -431,201 +387,3 @@ def approval_request(call: ToolCall, description: str,
         arguments = None
     digest = record.digest if record is not None else arguments_digest(call.arguments)
     return ToolApprovalRequest(call.id, call.name, arguments, description, digest)
-
-
-def rejection_text(reason: str | None) -> str:
-    """The result text of a call that did not run (SPEC R7).
-
-    Args:
-        reason: the rejection reason (str), kept exactly; ``None`` or blank
-            (whitespace-only) means ``User denied``.
-
-    Returns:
-        str: ``Rejected: <reason>``.
-    """
-    if reason is None or not reason.strip():
-        reason = DEFAULT_REJECTION_REASON
-    return f"Rejected: {reason}"
-
-
-def check_responses(responses, pending: list[ToolCall], answered: set[str],
-                    started: Collection[str] = ()) -> dict:
-    """Match the caller's approval responses to the pending calls (SPEC R11, R17).
-
-    Args:
-        responses: the ``ToolApprovalResponse`` objects of the run's options.
-        pending: the pending ``ToolCall`` list of the last tool-call turn.
-        answered: ids (set of str) of that turn's calls that already have a result.
-        started: ids (str) of calls an earlier run started and never finished (R16).
-
-    Returns:
-        dict: call id (str) → ``ToolApprovalResponse``.
-
-    Raises:
-        ApprovalError: a response matches no pending call (unknown, already answered,
-            given twice, or started by a run that never finished; R11, R16), or two
-            pending calls share an id (R17); the error names the ids.
-    """
-    ids = [call.id for call in pending]
-    shared = sorted({i for i in ids if ids.count(i) > 1})
-    if shared:
-        raise ApprovalError(
-            f"the paused turn has two or more calls with the id(s) {', '.join(shared)}; one "
-            "answer cannot tell them apart, so none of them can run. Nothing was executed; "
-            "fix the history or start a new session.", shared)
-    pending_ids = set(ids)
-    by_id: dict = {}
-    unknown, already, twice, begun = [], [], [], []
-    for response in responses:
-        if response.call_id in by_id:
-            twice.append(response.call_id)
-        elif response.call_id in answered:
-            already.append(response.call_id)
-        elif response.call_id in pending_ids and response.call_id in started:
-            begun.append(response.call_id)
-        elif response.call_id not in pending_ids:
-            unknown.append(response.call_id)
-        else:
-            by_id[response.call_id] = response
-    problems = []
-    if unknown:
-        problems.append(f"no pending call has the id(s) {', '.join(unknown)}")
-    if already:
-        problems.append(f"call(s) {', '.join(already)} already have a result (they ran or "
-                        "were answered before)")
-    if twice:
-        problems.append(f"call(s) {', '.join(twice)} were answered more than once")
-    if begun:
-        problems.append(f"call(s) {', '.join(begun)} already started in an earlier run that "
-                        "never finished (R16): they are not run again; run with no responses, "
-                        "run([], session), to answer them 'interrupted' and go on. (A store's "
-                        "open() refuses a session whose run is still alive in another "
-                        "worker; outside a store, make sure no process still runs them)")
-    if problems:
-        waiting = sorted(pending_ids - set(started))
-        if waiting:
-            hint = f"pending calls: {', '.join(waiting)}"
-        elif already or begun:
-            hint = ("nothing waits for approval any more; to go on after a failed model "
-                    "call, run again with no responses: run([], session)")
-        else:
-            hint = ("the session has no pending call; resume with the same AgentSession "
-                    "the run paused in")
-        raise ApprovalError(f"approval responses do not fit the paused run: "
-                            f"{'; '.join(problems)} ({hint}). Nothing was executed.",
-                            unknown + already + twice + begun)
-    return by_id
-
-
-def check_approved_tools(responses: Mapping, pending: list[ToolCall],
-                         tools: Mapping) -> None:
-    """Refuse approvals of calls whose tool the agent does not have.
-
-    Args:
-        responses: call id (str) → ``ToolApprovalResponse``, as ``check_responses``
-            returns them.
-        pending: the pending ``ToolCall`` list of the last tool-call turn.
-        tools: the agent's tools by name (mapping of str → ``Tool``).
-
-    Raises:
-        ApprovalError: an approved call names a tool that is not in ``tools`` (an
-            agent resumed with other tools than the run paused with); it names the
-            call ids, and nothing was executed. A rejected one is fine: it only gets
-            its ``Rejected: …`` result.
-    """
-    orphans = [c for c in pending if c.id in responses
-               and responses[c.id].approved and c.name not in tools]
-    if orphans:
-        raise ApprovalError(
-            f"approved call(s) {', '.join(c.id for c in orphans)} name tool(s) "
-            f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
-            "have; give it the tools the run paused with. Nothing was executed.",
-            [c.id for c in orphans])
-
-
-def check_edits(responses: dict, pending: list[ToolCall], tools: Mapping[str, "Tool"],
-                ledger: "ApprovalLedger | None", layers: Callable[[], list]) -> None:
-    """Refuse, before anything runs, what an approval carries that cannot be used:
-    edited arguments that do not fit the tool's schema or that a policy denies (SPEC
-    R20), and grants that can never match or have no session to go to (R19).
-
-    Args:
-        responses: call id (str) → ``ToolApprovalResponse``, from ``check_responses``.
-        pending: the pending ``ToolCall`` list, in call order.
-        tools: tool name (str) → ``Tool`` of the agent.
-        ledger: the session's ``ApprovalLedger``, or ``None`` without a session.
-        layers: returns the ``ApprovalPolicy`` layers in order (``layers_in_order``);
-            called only when an answer edits arguments.
-
-    Raises:
-        ApprovalError: naming the call and the problem; nothing was executed.
-    """
-    for call in pending:
-        response = responses.get(call.id)
-        if response is None or not response.approved:
-            continue
-        tool = tools.get(call.name)
-        if response.grants:
-            if ledger is None:
-                raise ApprovalError(f"the answer to {call.id} carries a grant, but there "
-                                    "is no session to keep it in. Nothing was executed.",
-                                    [call.id])
-            try:
-                policies.ApprovalPolicy(allow=[g.rule for g in response.grants]).check(tools)
-            except PolicyError as exc:
-                raise ApprovalError(f"the grant with the answer to {call.id} cannot be "
-                                    f"used: {exc}. Nothing was executed.",
-                                    [call.id]) from None
-        if response.arguments is None:
-            continue
-        problems = schema_errors(tool.parameters, response.arguments)
-        if problems:
-            raise ApprovalError(
-                f"the edited arguments for {call.id} ({call.name}) do not fit the tool: "
-                f"{'; '.join(problems)}. Nothing was executed.", [call.id])
-        verdict, _ = policies.decide(layers(), tool, response.arguments)
-        if verdict is not None and verdict.effect == "deny":
-            raise ApprovalError(
-                f"the edited arguments for {call.id} ({call.name}) are denied by policy "
-                f"({verdict.rule}, {verdict.layer}). Nothing was executed.", [call.id])
-
-
-def resume_decision(ledger: "ApprovalLedger | None", call: ToolCall,
-                    response: ToolApprovalResponse | None, now: float) -> Decision:
-    """Whether one pending call runs on resume, and why not (SPEC R4, R5, R19, R20).
-
-    A call denied by policy at the gate stays denied; a sibling that needed no
-    approval runs only if approved (R5); a call with an approval record is decided by
-    the ledger (expiry, audit). An approved edit rewrites ``call.arguments`` to the
-    canonical JSON (RFC 8785) of the edited arguments, so the stored history shows what
-    ran (R20); an approved answer's grants join the ledger (R19).
-
-    Args:
-        ledger: the session's ``ApprovalLedger``, or ``None`` (then only the response
-            counts).
-        call: the pending ``ToolCall``; its ``arguments`` may be rewritten.
-        response: the caller's ``ToolApprovalResponse`` for it, or ``None``.
-        now: the time of the decision (POSIX seconds).
-
-    Returns:
-        Decision: ``may_run`` and the rejection ``reason`` (str or ``None``).
-    """
-    if ledger is None:
-        return Decision(response is not None and response.approved,
-                        response.reason if response else None)
-    denial = ledger.take_denial(call)
-    if denial is not None:
-        return Decision(False, f"denied by policy ({denial.rule})")
-    if not ledger.awaits(call.id):  # a sibling that needed no approval (R5)
-        return Decision(response is not None and response.approved,
-                        response.reason if response else None)
-    edited = None
-    if response is not None and response.arguments is not None:
-        edited = canonical_json(response.arguments)
-    decision = ledger.decide(call, response, now,
-                             edited and arguments_digest(edited))
-    if decision.may_run and edited is not None:
-        call.arguments = edited  # R20: the stored call shows what really ran
-    for grant in response.grants if decision.may_run else ():
-        ledger.grant(grant.rule, now, grant.ttl, response.approver, call.id)
-    return decision

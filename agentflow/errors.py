@@ -1,7 +1,26 @@
-"""The exceptions agentflow raises. Every one says what went wrong and what to do.
+"""The exceptions agentflow raises, all of them. Every one says what went wrong and
+what to do, and carries what a program needs as attributes, so that no caller (the
+command line included) has to read the English.
 
 None of them ever carries the API key: provider messages are scrubbed of it before
-they are stored (SPEC §6, last item).
+they are stored (SPEC §6, last item). The tree::
+
+    AgentflowError
+    ├── ProviderError                   the model provider failed (status, code, message)
+    │   ├── ProviderTimeoutError        silent for longer than a timeout
+    │   └── IncompleteStreamError       the stream ended before the turn did
+    ├── ApprovalError                   answers that do not fit the pause (call_ids)
+    ├── SessionError                    a saved session cannot be used as it is
+    │   ├── SessionIntegrityError       signature wrong, missing or unexpected; a restored copy
+    │   └── SessionConflictError        another worker wrote it first (revision)
+    │       └── SessionLockedError      another live worker has it open
+    ├── PolicyError (also ValueError)   a policy file or rule that cannot be used
+    ├── LoopStateError                  an illegal move of the tool loop (a bug)
+    ├── ResultConversionError           a tool ran; its result cannot become text
+    ├── MCPError                        an MCP server failed (server)
+    │   ├── MCPTimeoutError             a tool call timed out
+    │   └── MCPToolError                the tool reported a failure
+    └── UsageError (also ValueError)    the command line asks for something impossible
 """
 
 from __future__ import annotations
@@ -20,15 +39,22 @@ class ProviderError(AgentflowError):
             stream, malformed stream data).
         code: the provider's error code (str or int) when it sent one, else ``None``.
         message: the provider's own message, or ours when it sent none.
+        headers: the HTTP response's headers (a mapping, e.g. for ``Retry-After``), or
+            ``None``.
+        retryable: whether the status says a later try may succeed (408, 409, 429,
+            5xx); ``False`` without a status.
 
     Raised by ``OpenAIChatClient.run``; when it is raised nothing of the failed model
     turn is persisted to the session (SPEC R10).
     """
 
-    def __init__(self, message: str, *, status: int | None = None, code=None):
+    def __init__(self, message: str, *, status: int | None = None, code=None,
+                 headers=None):
         self.status = status
         self.code = code
         self.message = message
+        self.headers = headers
+        self.retryable = status is not None and (status in (408, 409, 429) or status >= 500)
         parts = []
         if status is not None:
             parts.append(f"HTTP {status}")
@@ -96,3 +122,41 @@ class PolicyError(AgentflowError, ValueError):
     rule that cannot be read, or a rule that can never match the tools it is given to
     (an unknown tool, a pattern on a tool without a subject). Raised when the policy is
     loaded or meets the tools, never halfway through a run."""
+
+
+class ResultConversionError(AgentflowError):
+    """A tool ran, but its result could not be turned into text. The loop reports
+    ``the tool ran; its result could not be converted: …`` and never ``Error: …``,
+    which would invite the model to run the side effect again (SPEC R16)."""
+
+
+class MCPError(AgentflowError):
+    """An MCP server could not be started, stopped answering, died or refused a call.
+
+    Attributes:
+        server: the server's name (str).
+
+    Raised by ``MCPServer.start`` (nothing is running afterwards) and by a tool's
+    ``invoke`` (the loop reports it to the model as ``Error: MCPError: …``, SPEC R13,
+    and the session stays valid). After a server died, ``MCPServer.restart()`` starts
+    it again; the call that was in flight is not repeated.
+    """
+
+    def __init__(self, message: str, server: str = ""):
+        self.server = server
+        super().__init__(message)
+
+
+class MCPTimeoutError(MCPError):
+    """A tool call gave no answer within its ``timeout`` (seconds); it was cancelled
+    and may have partly run on the server. The server stays usable."""
+
+
+class MCPToolError(MCPError):
+    """The tool ran and reported a failure (``isError: true``); the message is the
+    server's own text."""
+
+
+class UsageError(AgentflowError, ValueError):
+    """The ``agentflow`` command line asks for something impossible: a flag's value,
+    a file it names, a combination of flags (the command exits with status 2)."""

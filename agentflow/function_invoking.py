@@ -1,12 +1,13 @@
-"""The tool loop and the approval gate: ``FunctionInvokingChatClient`` and ``LoopState``.
+"""The tool loop: ``FunctionInvokingChatClient`` and ``LoopState``.
 
 Theory of operation
 -------------------
 ``FunctionInvokingChatClient`` wraps a provider client (anything whose
 ``run(messages, options, tools)`` yields updates ending in a ``Finish`` that carries
 the turn's assembled message) and runs the tools the model calls. One ``run`` is one
-walk through the state machine below. Everything that changes the state lives in this
-file: the current state picks the step to run (``_STEPS``), the step does its I/O and
+walk through the state machine below. Whether a call runs is the gate's to say
+(``gate.py``); when things happen is this file's. Everything that changes the state
+lives here: the current state picks the step to run (``_STEPS``), the step does its I/O and
 returns an event, and ``TRANSITIONS`` alone says where that event leads. A move the
 table does not list raises ``LoopStateError``::
 
@@ -44,7 +45,7 @@ table does not list raises ``LoopStateError``::
   text, reasoning and tool-call updates as they come, but not the provider's
   ``Finish`` (R9). A turn without calls, cut by ``length`` or stopped by the content
   filter (R14), or made while tools are disabled (R13), ends the run.
-* **AT_GATE** (``_gate``), the approval gate. Each call gets its verdict once, here:
+* **AT_GATE** (``_gate``, which asks ``gate.gate_turn``), the approval gate. Each call gets its verdict once, here:
   the policy's rules first (deny, ask, allow over the layers: run options, session
   grants, the client's policies; R19), else the tool's own answer, its predicate asked
   once with the parsed arguments, failing closed (R18). Automatic decisions go to the
@@ -87,11 +88,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Iterator, Sequence
 
-from .approvals import (ApprovalLedger, approval_request, check_approved_tools, check_edits,
-                        check_responses, rejection_text, resume_decision)
+from . import gate
+from .approvals import ApprovalLedger
 from .errors import LoopStateError, ProviderError
-from .policy import (GateVerdict, checked_layers, gate_verdict, layers_in_order,
-                     object_or_none)
+from .policy import ApprovalPolicy
 from .session import pending_calls
 from .tools import FunctionTool, Outcome, Tool, interrupted_text, run_tool
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish,
@@ -205,7 +205,7 @@ class RunState:
     unsaved: list[ChatMessage] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
     responses: dict[str, ToolApprovalResponse] = field(default_factory=dict)
-    verdicts: dict[str, GateVerdict] = field(default_factory=dict)  # the gate's, by call id
+    verdicts: dict[str, gate.GateVerdict] = field(default_factory=dict)  # the gate's, by call id
     turn: ChatMessage | None = None  # the assistant message whose calls are at hand
     rounds: int = 0
     failed_rounds: int = 0
@@ -286,7 +286,40 @@ class FunctionInvokingChatClient:
                              "could not tell them apart")
         self._by_name = {t.name: t for t in self.tools}
         self.on_transition = on_transition
-        self.policies = checked_layers(policy, self._by_name)
+        self.policies = gate.checked_layers(policy, self._by_name)
+
+    def add_policy(self, layer: ApprovalPolicy, before: str | None = None) -> None:
+        """Add a policy layer to the client's, or replace the layer of the same name
+        (SPEC R19), checked against the tools first.
+
+        Args:
+            layer: the ``ApprovalPolicy``; a layer with its ``name`` is replaced in place.
+            before: the name (str) of the layer it goes in front of when it is new;
+                ``None``, or a name no layer has: it goes first.
+
+        Raises:
+            PolicyError: a rule of ``layer`` can never match the tools.
+        """
+        layer.check(self._by_name)
+        names = [l.name for l in self.policies]
+        if layer.name in names:
+            self.policies[names.index(layer.name)] = layer
+        else:
+            self.policies.insert(names.index(before) if before in names else 0, layer)
+
+    def layers(self, run_policy: ApprovalPolicy | None = None,
+               approvals: ApprovalLedger | None = None) -> list:
+        """The policy layers a call of a run meets, in their fixed order (SPEC R19):
+        the run's own, the session's active grants, the client's.
+
+        Args:
+            run_policy: the run's ``AgentRunOptions.policy``, or ``None``.
+            approvals: the session's ``ApprovalLedger`` (for its grants), or ``None``.
+
+        Returns:
+            list[ApprovalPolicy]: first first.
+        """
+        return gate.layers_in_order(run_policy, approvals, self.policies, self.clock())
 
     def _tool(self, name: str) -> Tool | None:
         return self._by_name.get(name)
@@ -354,15 +387,9 @@ class FunctionInvokingChatClient:
     def _start(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         yield from ()
         insert_at, pending, answered = pending_calls(run.messages)
-        run.responses = check_responses(run.options.tool_approval_responses, pending,
-                                         answered, run.started)
-        if run.approvals is not None:
-            run.approvals.check(pending, run.responses)
-        check_approved_tools(run.responses, pending, self._by_name)
-        if run.options.policy is not None:
-            run.options.policy.check(self._by_name)
-        check_edits(run.responses, pending, self._by_name, run.approvals,
-                    lambda: self._layers(run))
+        run.responses = gate.check_answers(
+            run.options.tool_approval_responses, pending, answered, run.started,
+            self._by_name, run.approvals, run.options.policy, lambda: self._layers(run))
         run.options = run.options.with_tool_approval_responses(())
         run.later = run.messages[insert_at:] + run.unsaved
         del run.messages[insert_at:]
@@ -373,17 +400,13 @@ class FunctionInvokingChatClient:
         return LoopEvent.NOTHING_PENDING
 
     def _layers(self, run: RunState) -> list:
-        return layers_in_order(run.options.policy, run.approvals, self.policies, self.clock())
+        return self.layers(run.options.policy, run.approvals)
 
     def _resume(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         def answer_without_running(call: ToolCall) -> str | None:
-            if call.id in run.started:  # R16: cut short by a crash; never run twice
-                tool = self._tool(call.name)
-                return None if tool is not None and tool.idempotent else \
-                    interrupted_text(call.name)
-            decision = resume_decision(run.approvals, call,
-                                       run.responses.get(call.id), self.clock())
-            return None if decision.may_run else rejection_text(decision.reason)
+            return gate.answer_on_resume(call, self._tool(call.name), run.started,
+                                         run.approvals, run.responses.get(call.id),
+                                         self.clock())
 
         failed = yield from self._answer(run, run.pending, answer_without_running)
         run.messages += run.later  # R6: the input goes after the results
@@ -421,38 +444,18 @@ class FunctionInvokingChatClient:
         return LoopEvent.TURN_ENDED
 
     def _gate(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        now, ledger = self.clock(), run.approvals
-        layers = self._layers(run)
-        run.verdicts = {}
-        for call in run.turn.tool_calls:
-            tool = self._tool(call.name)
-            if tool is not None:  # an unknown tool is answered as such, never run (R14)
-                run.verdicts[call.id] = gate_verdict(tool, object_or_none(call.arguments),
-                                                     layers)
-        asked = [call for call in run.turn.tool_calls
-                 if run.verdicts.get(call.id, GateVerdict("run")).action == "ask"]
-        if ledger is not None:
-            ledger.audit_verdicts(run.turn.tool_calls, run.verdicts, bool(asked), now)
-        if not asked:
+        run.verdicts, requests = gate.gate_turn(run.turn.tool_calls, self._by_name,
+                                                self._layers(run), run.approvals,
+                                                self.clock(), self.approval_ttl)
+        if not requests:
             return LoopEvent.NO_APPROVAL_NEEDED
-        for call in asked:  # R3: nothing of this turn runs
-            verdict = run.verdicts[call.id]
-            record = None
-            if ledger is not None:
-                record = ledger.issue(call, now, self.approval_ttl, verdict.why,
-                                      verdict.rule, verdict.layer)
-            yield approval_request(call, self._tool(call.name).description, record)
-        if ledger is not None:
-            ledger.hold_denials(run.turn.tool_calls, run.verdicts)
+        yield from requests  # R3: nothing of this turn runs
         run.finish_reason = FinishReason.AWAITING_APPROVAL
         return LoopEvent.APPROVAL_NEEDED
 
     def _invoke_all(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         def answer_without_running(call: ToolCall) -> str | None:
-            verdict = run.verdicts.get(call.id)
-            if verdict is not None and verdict.action == "deny":
-                return rejection_text(f"denied by policy ({verdict.rule})")
-            return None
+            return gate.answer_at_gate(run.verdicts.get(call.id))
 
         failed = yield from self._answer(run, run.turn.tool_calls, answer_without_running)
         run.rounds += 1

@@ -85,7 +85,7 @@ import threading
 import weakref
 from typing import Mapping, Sequence
 
-from .errors import AgentflowError
+from .errors import MCPError, MCPTimeoutError, MCPToolError
 from .tools import Tool
 
 try:
@@ -106,33 +106,6 @@ SUBJECT_KINDS = ("shell", "path", "text")
 SUBJECT_NAMES = {**dict.fromkeys(("path", "paths", "file", "filename", "filepath",
                                   "directory", "dir"), "path"),
                  "command": "shell", "cmd": "shell", "url": "text", "uri": "text"}
-
-
-class MCPError(AgentflowError):
-    """An MCP server could not be started, stopped answering, died or refused a call.
-
-    Attributes:
-        server: the server's name (str).
-
-    Raised by ``MCPServer.start`` (nothing is running afterwards) and by a tool's
-    ``invoke`` (the loop reports it to the model as ``Error: MCPError: …``, SPEC R13,
-    and the session stays valid). After a server died, ``MCPServer.restart()`` starts
-    it again; the call that was in flight is not repeated.
-    """
-
-    def __init__(self, message: str, server: str = ""):
-        self.server = server
-        super().__init__(message)
-
-
-class MCPTimeoutError(MCPError):
-    """A tool call gave no answer within its ``timeout`` (seconds); it was cancelled
-    and may have partly run on the server. The server stays usable."""
-
-
-class MCPToolError(MCPError):
-    """The tool ran and reported a failure (``isError: true``); the message is the
-    server's own text."""
 
 
 class MCPServer:

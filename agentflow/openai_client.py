@@ -237,14 +237,12 @@ class OpenAIChatClient:
                 error = ProviderError(
                     f"{self.url} answered HTTP {response.status_code} with an empty body; "
                     "is it an OpenAI-compatible chat-completions endpoint?")
-            except _Retryable as exc:
-                error, headers = exc.error, exc.headers
             except (ProviderTimeoutError, IncompleteStreamError) as exc:
                 error = exc
             except ProviderError as exc:
-                if exc.status is not None:
+                if exc.status is not None and not exc.retryable:
                     raise
-                error = exc  # could not connect
+                error, headers = exc, exc.headers or {}  # could not connect, or retryable
             asked = _asked_wait(headers)
             if attempt < self.max_retries and (asked is None or asked[0] <= MAX_RETRY_WAIT):
                 attempt += 1
@@ -327,8 +325,6 @@ class OpenAIChatClient:
                 error = self._http_error(response)
             finally:
                 response.close()
-            if response.status_code in (408, 409, 429) or response.status_code >= 500:
-                raise _Retryable(error, response.headers)
             raise error
         return response
 
@@ -353,7 +349,7 @@ class OpenAIChatClient:
         elif status == 404:
             message = (f"{message}{stop} URL: {self.url}. Check the model name, and that "
                        "base_url ends where the API starts (most servers want a /v1 suffix)")
-        return type(error)(message, status=status, code=error.code)
+        return type(error)(message, status=status, code=error.code, headers=response.headers)
 
     def _json(self, chunks: Iterator[bytes]) -> dict:
         text = b"".join(chunks).decode("utf-8", "replace")
@@ -389,11 +385,6 @@ class OpenAIChatClient:
         if self._api_key and len(self._api_key) >= 8 and self._api_key in text:
             text = text.replace(self._api_key, "***")
         return text
-
-
-class _Retryable(Exception):
-    def __init__(self, error: ProviderError, headers):
-        self.error, self.headers = error, headers
 
 
 def _after_finish(chunks: Iterator[bytes], response: "requests.Response", assembler,

@@ -69,14 +69,11 @@ import os
 import posixpath
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Mapping, NamedTuple
+from typing import Iterable, Mapping
 
 from . import shell
 from .errors import PolicyError
-
-if TYPE_CHECKING:
-    from .approvals import ApprovalLedger
-    from .tools import Tool
+from .types import Decision
 
 EFFECTS = ("deny", "ask", "allow")  # the order rules are checked in (SPEC R19)
 SUBJECT_KINDS = ("shell", "path", "text")
@@ -366,15 +363,18 @@ class Verdict:
     """What the policy decided for one call.
 
     Attributes:
-        effect: ``deny``, ``ask`` or ``allow``.
+        effect: a ``Decision`` (given as one or as its value, ``"deny"`` …).
         rules: the deciding rule(s) as written (tuple of str): one for deny and ask;
             for an allowed command line, one per command.
         layers: the layer of each rule (tuple of str, same order).
     """
 
-    effect: str
+    effect: Decision
     rules: tuple
     layers: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "effect", Decision(self.effect))
 
     @property
     def rule(self) -> str:
@@ -690,116 +690,3 @@ def _check_rule(rule: Rule, effect: str, index: _Index, keep_other_servers: bool
                           f"{line.opaque} is never allowed by a pattern")
     if not line.commands:
         raise PolicyError("the pattern holds no command, so it can never match")
-
-
-# -- the approval gate's verdict (SPEC R18, R19) --------------------------------------
-
-class GateVerdict(NamedTuple):
-    """What the gate decided for one call: ``action`` is ``run``, ``ask`` or ``deny``;
-    ``why`` why it asks or runs unasked (str or ``None``); ``rule`` and ``layer`` the
-    policy rule that decided, if one did (SPEC R18, R19)."""
-
-    action: str
-    why: str | None = None
-    rule: str | None = None
-    layer: str | None = None
-
-
-def checked_layers(policy, tools: Mapping) -> list:
-    """A client's configured policies as a list of layers, each checked (SPEC R19).
-
-    Args:
-        policy: ``None``, an ``ApprovalPolicy``, or an iterable of them in layer order.
-        tools: the client's tools by name (mapping of str → ``Tool``).
-
-    Returns:
-        list[ApprovalPolicy]: the layers, in the order given (empty for ``None``).
-
-    Raises:
-        TypeError: an item is not an ``ApprovalPolicy``.
-        PolicyError: a rule can never match these tools (``ApprovalPolicy.check``).
-    """
-    layers = [] if policy is None else [policy] if isinstance(
-        policy, ApprovalPolicy) else list(policy)
-    for layer in layers:
-        if not isinstance(layer, ApprovalPolicy):
-            raise TypeError(f"policy must be an ApprovalPolicy or a list of them, got "
-                            f"{type(layer).__name__}")
-        layer.check(tools)
-    return layers
-
-
-def layers_in_order(run_policy, ledger: ApprovalLedger | None, configured: list,
-                    now: float) -> list:
-    """The policy layers in their fixed order (SPEC R19).
-
-    Args:
-        run_policy: the run's own ``ApprovalPolicy`` (``AgentRunOptions.policy``), or
-            ``None``.
-        ledger: the session's ``ApprovalLedger``, whose grants that hold at ``now``
-            become a layer named ``session``; ``None`` for none.
-        configured: the client's layers (project file, user file …), in order.
-        now: the current time (POSIX seconds), for grant expiry.
-
-    Returns:
-        list[ApprovalPolicy]: the layers, first first.
-    """
-    layers = [] if run_policy is None else [run_policy]
-    grants = ledger.active_grants(now) if ledger is not None else []
-    if grants:
-        layers.append(ApprovalPolicy(allow=[g.rule for g in grants], name="session"))
-    return layers + list(configured)
-
-
-def gate_verdict(tool: Tool, arguments, layers) -> GateVerdict:
-    """The gate's decision on one call (SPEC R18, R19): the policy's rules, else the
-    tool's own answer, asked once and failing closed.
-
-    Args:
-        tool: the ``Tool`` called.
-        arguments: the parsed arguments (dict), or ``None`` when the model's text is
-            not a JSON object.
-        layers: the ``ApprovalPolicy`` layers, first first.
-
-    Returns:
-        A ``GateVerdict``.
-    """
-    decided, note = decide(layers, tool, arguments)
-    if decided is not None:
-        action = {"allow": "run", "deny": "deny", "ask": "ask"}[decided.effect]
-        why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
-        return GateVerdict(action, why, decided.rule, decided.layer)
-    if not tool.requires_approval():
-        return GateVerdict("run")
-    note = f"; {note}" if note else ""
-    if arguments is None:
-        return GateVerdict("ask", "its arguments are not a JSON object, so it asks" + note)
-    try:
-        answer = tool.needs_approval(arguments)
-    except Exception as exc:  # fail closed (R18)
-        return GateVerdict("ask", f"the approval check failed ({type(exc).__name__}: "
-                              f"{exc}), so it asks{note}")
-    if not answer:
-        return GateVerdict("run", "its approval check let it run without asking")
-    if isinstance(answer, str) and answer.strip():
-        return GateVerdict("ask", answer.strip() + note)
-    if getattr(tool, "when", None) is not None:
-        return GateVerdict("ask", "its approval check asked" + note)
-    return GateVerdict("ask", f"{tool.name} always asks" + note)
-
-
-def object_or_none(text: str):
-    """The model's argument text parsed as the gate needs it.
-
-    Args:
-        text: the call's JSON arguments (str); empty means ``{}``.
-
-    Returns:
-        dict | None: the JSON object, or ``None`` when the text is not valid JSON or
-        not an object (then a tool that may ask does ask, SPEC R18).
-    """
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None

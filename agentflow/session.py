@@ -164,16 +164,14 @@ class AgentSession:
             AgentSession: the session, its history checked (R17).
 
         Raises:
-            ValueError: an unknown ``schema_version``.
-            SessionError: a history that could not be sent as it is or is ambiguous
+            SessionError: an unknown ``schema_version``; a history that could not be sent as it is or is ambiguous
                 (SPEC R17): a field of the wrong type, a ``tool`` message that answers
                 no call, an approval record without a call id, a ``revision`` or a
                 write-ahead record (``running``, R16) of the wrong shape.
         """
-        version = data.get("schema_version") if isinstance(data, dict) else None
-        if version not in _READABLE_VERSIONS:
-            raise ValueError(f"unsupported session schema_version {version!r}; this "
-                             f"agentflow reads versions {_READABLE_VERSIONS}")
+        problem = _version_problem(data)
+        if problem:
+            raise SessionError(problem)
         _check_history(data.get("messages", []))
         _check_records(data.get("approvals"))
         if not isinstance(data.get("state") or {}, dict):
@@ -247,7 +245,7 @@ class AgentSession:
 
         Raises:
             OSError: the file cannot be read.
-            ValueError: it is not a session.
+            SessionError: it is not a session.
             SessionIntegrityError: its signature does not verify with ``secret``; it
                 is signed and no ``secret`` is given; a ``secret`` is given and it is
                 not signed; or the file is older than one ``AgentSession.open``
@@ -278,7 +276,7 @@ class AgentSession:
         Raises:
             SessionLockedError: another process holds the lock (raised at once), so
                 two processes can never resume the same paused run together.
-            SessionIntegrityError / ValueError / OSError: as ``load``.
+            SessionIntegrityError / SessionError / OSError: as ``load``.
         """
         from .stores.files import FileStore
         with FileStore.open_file(path, secret) as session:
@@ -321,19 +319,22 @@ def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSe
         AgentSession: the session.
 
     Raises:
-        ValueError: not a saved session.
+        SessionError: not a saved session (any content that is not one).
         SessionIntegrityError: the signature rules of ``AgentSession.load``.
     """
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"{where} is not a saved session: {exc}") from None
-    if isinstance(data, dict):
-        _verify(where, data, secret)
+        raise SessionError(f"{where} is not a saved session: {exc}") from None
+    if _version_problem(data):
+        raise SessionError(f"{where} is not a saved session: {_version_problem(data)}")
+    _verify(where, data, secret)
     try:
         return AgentSession.from_dict(data)
+    except SessionError:
+        raise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{where} is not a saved session: {exc}") from None
+        raise SessionError(f"{where} is not a saved session: {exc}") from None
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -367,6 +368,14 @@ def write_atomically(path: str, text: str) -> None:
             os.fsync(folder_fd)
         finally:
             os.close(folder_fd)
+
+
+def _version_problem(data) -> str | None:
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    if version not in _READABLE_VERSIONS:
+        return (f"unsupported session schema_version {version!r}; this agentflow reads "
+                f"versions {_READABLE_VERSIONS}")
+    return None
 
 
 def _check_history(messages) -> None:

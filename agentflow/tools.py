@@ -26,6 +26,7 @@ import re
 import typing
 from typing import Any, Callable, NamedTuple
 
+from .errors import ResultConversionError
 from .schema import (SUPPORTED_ANNOTATIONS, ToolDefinitionWarning, check_arguments,
                      parse_docstring, schema_errors, schema_from_signature)
 
@@ -91,11 +92,6 @@ class Tool:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
-
-class ResultConversionError(Exception):
-    """A tool ran, but its result could not be turned into text. The loop reports
-    ``the tool ran; its result could not be converted: …`` and never ``Error: …``,
-    which would invite the model to run the side effect again (SPEC R16)."""
 
 UNCONVERTED = "the tool ran; its result could not be converted: "  # SPEC R16
 

@@ -36,6 +36,28 @@ class FinishReason(str, enum.Enum):
     MAX_ROUNDS = "max_rounds"
 
 
+class Decision(str, enum.Enum):
+    """What is decided about one call, by a policy rule or by the gate (SPEC R3, R18,
+    R19): the one spelling of a decision. The values are the policy file's keys.
+
+    ``ALLOW``: it runs without asking; ``ASK``: it waits for a human; ``DENY``: it
+    never runs (``Rejected: denied by policy (<rule>)``).
+    """
+
+    DENY = "deny"
+    ASK = "ask"
+    ALLOW = "allow"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def audited(self) -> str:
+        """The audit trail's outcome for a decision taken without a human:
+        ``allowed``, ``asked`` or ``denied`` (``AuditRecord.outcome``)."""
+        return {"deny": "denied", "ask": "asked", "allow": "allowed"}[self.value]
+
+
 @dataclass
 class ToolCall:
     """One tool call the model made (SPEC §3).

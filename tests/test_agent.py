@@ -11,6 +11,7 @@ from agentflow import (
     AgentRunOptions, AgentSession, ApprovalRequiredTool, ChatClientAgent, ChatMessage,
     Context, ContextProvider, Finish, FinishReason, OpenAIChatClient,
     tool)
+from agentflow.errors import SessionError
 from agentflow.types import ToolCall
 from agentflow.testing.replay import ReplayServer, chat_stream
 
@@ -123,9 +124,9 @@ def test_r15_save_and_load(tmp_path):
 
 
 def test_r15_unknown_schema_version_is_refused():
-    with pytest.raises(ValueError, match="schema_version"):
+    with pytest.raises(SessionError, match="schema_version"):
         AgentSession.from_dict({"schema_version": 99, "messages": []})
-    with pytest.raises(ValueError, match="schema_version"):
+    with pytest.raises(SessionError, match="schema_version"):
         AgentSession.from_dict({"messages": []})
 
 

@@ -9,7 +9,7 @@ import pytest
 from agentflow import (
     AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool, ChatMessage, FunctionInvokingChatClient, OpenAIChatClient, ProviderError,
     ToolApprovalResponse, ToolResult, tool)
-from agentflow.errors import IncompleteStreamError
+from agentflow.errors import IncompleteStreamError, SessionError
 from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
 
@@ -172,7 +172,7 @@ def test_a_response_that_is_not_an_event_stream_says_so():
 def test_session_file_errors_name_the_path(tmp_path):
     bad = tmp_path / "broken.json"
     bad.write_text("{not json")
-    with pytest.raises(ValueError, match="broken.json is not a saved session"):
+    with pytest.raises(SessionError, match="broken.json is not a saved session"):
         AgentSession.load(bad)
     target = tmp_path / "missing" / "s.json"
     with pytest.raises(FileNotFoundError, match="missing/s.json"):

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 import agentflow.function_invoking as loop
+import agentflow.gate as gate
 from agentflow import ChatClientAgent, Finish, FinishReason, ToolCallEnd
 from agentflow.types import ToolApprovalResponse
 from conformance.runner import Adapter, InProcess, load_cases, run_all
@@ -93,14 +94,14 @@ def test_the_runner_prints_a_table_and_the_closing_line(capsys):
 
 @contextlib.contextmanager
 def rejection_without_reason(monkeypatch):
-    monkeypatch.setattr(loop, "rejection_text", lambda reason: "Rejected: User denied")
+    monkeypatch.setattr(gate, "rejection_text", lambda reason: "Rejected: User denied")
     yield
 
 
 @contextlib.contextmanager
 def siblings_executed(monkeypatch):
     """Every pending call without a response is executed on resume (breaks R5)."""
-    original = loop.check_responses
+    original = gate.check_responses
 
     def approve_the_rest(responses, pending, answered, started=()):
         by_id = original(responses, pending, answered, started)
@@ -108,7 +109,7 @@ def siblings_executed(monkeypatch):
             by_id.setdefault(call.id, ToolApprovalResponse(call.id, True))
         return by_id
 
-    monkeypatch.setattr(loop, "check_responses", approve_the_rest)
+    monkeypatch.setattr(gate, "check_responses", approve_the_rest)
     yield
 
 

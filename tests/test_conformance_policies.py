@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 import agentflow.function_invoking as loop
+import agentflow.gate as gate
 import agentflow.policy as policy
 from conformance.runner import InProcess, load_cases, run_all
 
@@ -25,15 +26,15 @@ def test_the_suite_covers_r18_to_r20():
 @contextlib.contextmanager
 def predicate_ignored(monkeypatch):
     """A tool that may need approval always asks (R18 not implemented)."""
-    original = loop.gate_verdict
+    original = gate.gate_verdict
 
     def always_ask(tool, arguments, layers):
         verdict = original(tool, arguments, layers)
-        if verdict.action == "run" and verdict.rule is None and tool.requires_approval():
-            return loop.GateVerdict("ask", "always")
+        if verdict.action == "allow" and verdict.rule is None and tool.requires_approval():
+            return gate.GateVerdict(gate.Decision.ASK, "always")
         return verdict
 
-    monkeypatch.setattr(loop, "gate_verdict", always_ask)
+    monkeypatch.setattr(gate, "gate_verdict", always_ask)
     yield
 
 

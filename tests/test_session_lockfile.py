@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentflow.errors import SessionError
 from agentflow.session import AgentSession, SessionLockedError
 
 
@@ -25,7 +26,7 @@ def test_the_lock_file_exists_while_held_and_is_removed_after(tmp_path):
 def test_a_failed_load_leaves_no_lock_file(tmp_path):
     path = tmp_path / "chat.json"
     path.write_text("{}", encoding="utf-8")
-    with pytest.raises(ValueError, match="not a saved session"):
+    with pytest.raises(SessionError, match="not a saved session"):
         with AgentSession.open(path):
             pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chat.json"]

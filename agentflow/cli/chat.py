@@ -31,7 +31,7 @@ import sys
 import time
 
 from ..builtin_tools import BUILTIN_NAMES
-from ..errors import AgentflowError
+from ..errors import AgentflowError, UsageError
 from ..policy import PROJECT_FILE
 from ..profiles import PROFILES
 from ..session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
@@ -59,10 +59,6 @@ _CLI_WORDS = [
     (re.compile(r"resume with the same AgentSession the run paused in"),
      "give the --session file the run paused in"),
 ]
-
-
-class UsageError(ValueError):
-    """The command line asks for something impossible (exit status 2)."""
 
 
 class Quit(Exception):
@@ -566,7 +562,7 @@ class Chat:
             PolicyError: the existing file has a bad rule.
             OSError: the file could not be read or written.
         """
-        from ..policy import ApprovalPolicy
+        from ..policy import ApprovalPolicy, policy_name
         path = os.path.join(self.workspace, PROJECT_FILE)
         project = (ApprovalPolicy.load(path, "project") if os.path.exists(path)
                    else ApprovalPolicy(name="project", source=path))
@@ -574,13 +570,9 @@ class Chat:
             project.add("allow", rule)
         project.save(path)
         self.say(f"  wrote {', '.join(rules)} to {path}")
-        layers = self.agent.chat_client.policies
         project.source = path
-        at = next((i for i, layer in enumerate(layers) if layer.name == "project"), None)
-        if at is None:
-            layers.insert(0, project)
-        else:
-            layers[at] = project
+        self.agent.chat_client.add_policy(project.restricted(
+            policy_name(t) for t in self.tools.values()))
 
     # -- [e]: edit the arguments before they run (R20) ---------------------------------------
 
@@ -602,8 +594,7 @@ class Chat:
             Quit: input ended.
         """
         import difflib
-        from ..policy import decide
-        from ..tools import schema_errors
+        from ..gate import edit_refusal
         tool = self.tools.get(request.name)
         if tool is None or not isinstance(request.arguments, dict):
             self.say("  these arguments cannot be edited (not a JSON object)")
@@ -618,13 +609,12 @@ class Chat:
             edited = self.edit_in_editor(request.arguments)
             if edited is None:
                 return None
-        problems = schema_errors(tool.parameters, edited)
-        if problems:
-            self.say("  the edit does not fit the tool: " + "; ".join(problems))
+        refusal = edit_refusal(tool, edited, self.layers())
+        if refusal is not None and refusal.problems:
+            self.say("  the edit does not fit the tool: " + "; ".join(refusal.problems))
             return None
-        verdict, _ = decide(self.layers(), tool, edited)
-        if verdict is not None and verdict.effect == "deny":
-            self.say(f"  the edited call is denied by policy ({verdict.rule}, {verdict.layer})")
+        if refusal is not None:
+            self.say(f"  the edited call is denied by policy ({refusal.rule}, {refusal.layer})")
             return None
         before = json.dumps(request.arguments, indent=2, ensure_ascii=False).splitlines(True)
         after = json.dumps(edited, indent=2, ensure_ascii=False).splitlines(True)
@@ -690,9 +680,7 @@ class Chat:
     def layers(self) -> list:
         """The policy layers in the loop's order: --policy, the session's grants, the
         project and user files (R19)."""
-        from ..policy import layers_in_order
-        return layers_in_order(self.options.policy, self.session.approvals,
-                               self.agent.chat_client.policies, time.time())
+        return self.agent.chat_client.layers(self.options.policy, self.session.approvals)
 
     def paused(self) -> int:
         """Say which calls wait and how to answer them; returns ``EXIT_PAUSED``."""

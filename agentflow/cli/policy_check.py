@@ -23,7 +23,8 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         cannot be read.
     """
     import contextlib
-    from .chat import UsageError, _start_mcp_servers
+    from .chat import _start_mcp_servers
+    from ..errors import UsageError
     from ..errors import AgentflowError
     from ..policy import Rule, PolicyError
     try:
@@ -51,8 +52,11 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
 def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
     """The rest of ``_policy_check``, while its MCP servers run."""
     from ..builtin_tools import builtin_tools
-    from .chat import UsageError, policy_layers
-    from ..policy import PolicyError, gate_verdict, policy_name
+    from .chat import policy_layers
+    from ..errors import UsageError
+    from ..gate import gate_verdict, layers_in_order
+    from ..policy import PolicyError, policy_name
+    from ..types import Decision
     tools = {policy_name(t): t for t in [*builtin_tools(), *mcp_tools]}
     try:
         run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()})
@@ -67,9 +71,10 @@ def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> in
               f"'run_command(git status)' (tools: {', '.join(tools)})", file=sys.stderr)
         return 2
     arguments = {} if parsed.pattern is None else {tool.subject: parsed.pattern}
-    all_layers = ([run] if run else []) + layers
+    all_layers = layers_in_order(run, None, layers, 0)
     verdict = gate_verdict(tool, arguments, all_layers)
-    word = {"run": "runs without asking", "ask": "asks", "deny": "denied"}[verdict.action]
+    word = {Decision.ALLOW: "runs without asking", Decision.ASK: "asks",
+            Decision.DENY: "denied"}[verdict.action]
     print(f"{call}: {word}")
     if verdict.rule is not None:
         sources = {layer.name: layer.source for layer in all_layers}

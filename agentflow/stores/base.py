@@ -258,7 +258,8 @@ class SessionStore:
             KeyError: no session has that id.
             SessionIntegrityError: its signature does not verify (see ``secret``), or
                 its recorded revision is not the store's.
-            ValueError: the stored text is not a session, or the id is not allowed.
+            SessionError: the stored text is not a session.
+            ValueError: the id is not allowed.
         """
         found = self._fetch(check_session_id(session_id))
         if found is None:

@@ -163,7 +163,7 @@ def read_file(path: str, secret) -> AgentSession:
         AgentSession: the session.
 
     Raises:
-        OSError, ValueError, SessionIntegrityError: as ``AgentSession.load``.
+        OSError, SessionError: as ``AgentSession.load``.
     """
     with open(path, encoding="utf-8") as handle:
         session = decode(handle.read(), path, secret)

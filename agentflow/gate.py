@@ -1,0 +1,531 @@
+"""The approval gate. Everything that decides whether a call runs lives here.
+
+A call the model makes runs only when this module says so, and it says so once per
+call, in one of two places:
+
+* **At the pause** (the loop's ``AT_GATE``, SPEC R3, R5, R18, R19). ``gate_turn`` gives
+  every call of a model turn its ``GateVerdict``: the policy's rules first (``deny``,
+  then ``ask``, then ``allow``, over the layers in their fixed order:
+  ``layers_in_order``), else the tool's own answer, its predicate asked once with the
+  parsed arguments and failing closed (``gate_verdict``). When any call asks, the
+  whole turn waits: one pending-approval record per asking call and one held denial
+  per denied call go into the session's ledger, all before the first
+  ``ToolApprovalRequest`` is handed out (R23), and nothing of the turn runs. Otherwise
+  every call runs except the denied ones (``answer_at_gate``).
+* **At the resume** (``START`` and ``RESUMING``, R4, R11, R16, R17, R20). Before
+  anything runs, ``check_answers`` refuses answers that fit no pending call, answers
+  to an ambiguous turn, approvals of tools the agent lacks, edits that do not fit the
+  tool or that a policy denies, and grants that can never match; the ledger refuses a
+  history edited since the pause. Then ``answer_on_resume`` settles each pending call
+  in order: a call cut short by a crash is answered ``interrupted`` (R16), a held
+  denial stays denied, a recorded call is decided by its answer (``settle``: this
+  *consumes* the record, and an approved edit *rewrites* the stored call's arguments,
+  R20), and a sibling that needed no approval is rejected unless approved (R5).
+
+The loop (``function_invoking.py``) owns the order of the steps; the ledger
+(``approvals.py``) keeps the records; the rule language and its matcher are in
+``policy.py``. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Collection, Iterable, Mapping, NamedTuple
+
+from . import policy
+from .approvals import ApprovalLedger, Settlement, approval_request
+from .canonical import arguments_digest, canonical_json
+from .errors import ApprovalError, PolicyError
+from .policy import ApprovalPolicy
+from .tools import Tool, interrupted_text, schema_errors
+from .types import Decision, ToolApprovalRequest, ToolApprovalResponse, ToolCall
+
+DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
+
+
+# -- the verdict on one call (SPEC R18, R19) ------------------------------------------
+
+class GateVerdict(NamedTuple):
+    """What the gate decided for one call: ``action`` a ``Decision``; ``why`` why it
+    asks or runs unasked (str or ``None``); ``rule`` and ``layer`` the policy rule that
+    decided, if one did (SPEC R18, R19)."""
+
+    action: Decision
+    why: str | None = None
+    rule: str | None = None
+    layer: str | None = None
+
+
+def checked_layers(layers, tools: Mapping) -> list:
+    """A client's configured policies as a list of layers, each checked (SPEC R19).
+
+    Args:
+        layers: ``None``, an ``ApprovalPolicy``, or an iterable of them in layer order.
+        tools: the client's tools by name (mapping of str → ``Tool``).
+
+    Returns:
+        list[ApprovalPolicy]: the layers, in the order given (empty for ``None``).
+
+    Raises:
+        TypeError: an item is not an ``ApprovalPolicy``.
+        PolicyError: a rule can never match these tools (``ApprovalPolicy.check``).
+    """
+    layers = [] if layers is None else [layers] if isinstance(
+        layers, ApprovalPolicy) else list(layers)
+    for layer in layers:
+        if not isinstance(layer, ApprovalPolicy):
+            raise TypeError(f"policy must be an ApprovalPolicy or a list of them, got "
+                            f"{type(layer).__name__}")
+        layer.check(tools)
+    return layers
+
+
+def layers_in_order(run_policy, ledger: ApprovalLedger | None, configured: Iterable,
+                    now: float) -> list:
+    """The policy layers in their fixed order (SPEC R19): the run's own, the session's
+    grants, then the client's (project file, user file …).
+
+    Args:
+        run_policy: the run's own ``ApprovalPolicy`` (``AgentRunOptions.policy``), or
+            ``None``.
+        ledger: the session's ``ApprovalLedger``, whose grants that hold at ``now``
+            become a layer named ``session``; ``None`` for none.
+        configured: the client's layers (``FunctionInvokingChatClient.policies``), in
+            order.
+        now: the current time (POSIX seconds), for grant expiry.
+
+    Returns:
+        list[ApprovalPolicy]: the layers, first first.
+    """
+    layers = [] if run_policy is None else [run_policy]
+    grants = ledger.active_grants(now) if ledger is not None else []
+    if grants:
+        layers.append(ApprovalPolicy(allow=[g.rule for g in grants], name="session"))
+    return layers + list(configured)
+
+
+def object_or_none(text: str):
+    """The model's argument text parsed as the gate needs it.
+
+    Args:
+        text: the call's JSON arguments (str); empty means ``{}``.
+
+    Returns:
+        dict | None: the JSON object, or ``None`` when the text is not valid JSON or
+        not an object (then a tool that may ask does ask, SPEC R18).
+    """
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def gate_verdict(tool: Tool, arguments, layers) -> GateVerdict:
+    """The gate's decision on one call (SPEC R18, R19): the policy's rules, else the
+    tool's own answer, asked once and failing closed.
+
+    Args:
+        tool: the ``Tool`` called.
+        arguments: the parsed arguments (dict), or ``None`` when the model's text is
+            not a JSON object.
+        layers: the ``ApprovalPolicy`` layers, first first.
+
+    Returns:
+        A ``GateVerdict``.
+    """
+    decided, note = policy.decide(layers, tool, arguments)
+    if decided is not None:
+        why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"
+        return GateVerdict(decided.effect, why, decided.rule, decided.layer)
+    if not tool.requires_approval():
+        return GateVerdict(Decision.ALLOW)
+    note = f"; {note}" if note else ""
+    if arguments is None:
+        return GateVerdict(Decision.ASK,
+                           "its arguments are not a JSON object, so it asks" + note)
+    try:
+        answer = tool.needs_approval(arguments)
+    except Exception as exc:  # fail closed (R18)
+        return GateVerdict(Decision.ASK, f"the approval check failed ({type(exc).__name__}: "
+                                         f"{exc}), so it asks{note}")
+    if not answer:
+        return GateVerdict(Decision.ALLOW, "its approval check let it run without asking")
+    if isinstance(answer, str) and answer.strip():
+        return GateVerdict(Decision.ASK, answer.strip() + note)
+    if getattr(tool, "when", None) is not None:
+        return GateVerdict(Decision.ASK, "its approval check asked" + note)
+    return GateVerdict(Decision.ASK, f"{tool.name} always asks" + note)
+
+
+# -- at the pause (SPEC R3, R5, R23) --------------------------------------------------
+
+class TurnVerdict(NamedTuple):
+    """The gate's answer for one model turn.
+
+    Attributes:
+        verdicts: call id (str) → ``GateVerdict``; a call of an unknown tool has none
+            (it is answered as such, never run, R14).
+        requests: the ``ToolApprovalRequest`` list, in call order, of the calls that
+            ask; empty when the turn runs.
+    """
+
+    verdicts: dict
+    requests: list
+
+
+def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
+              ledger: ApprovalLedger | None, now: float,
+              ttl: float | None = None) -> TurnVerdict:
+    """Judge every call of a turn once (SPEC R3, R18, R19) and, when any asks, record
+    the pause in the ledger: a pending-approval record per asking call, a held denial
+    per denied call, all before any request is handed out (R23). The automatic
+    decisions go to the audit trail (not those of calls that would have run: a pausing
+    turn runs nothing, R5).
+
+    Args:
+        calls: the turn's ``ToolCall`` list, in call order.
+        tools: the agent's tools by name.
+        layers: the ``ApprovalPolicy`` layers in order (``layers_in_order``).
+        ledger: the session's ``ApprovalLedger``, or ``None`` without one.
+        now: the time of the decision (POSIX seconds).
+        ttl: how long an approval request holds (seconds), or ``None``.
+
+    Returns:
+        TurnVerdict: the verdicts and the requests to hand out.
+    """
+    verdicts = {}
+    for call in calls:
+        tool = tools.get(call.name)
+        if tool is not None:
+            verdicts[call.id] = gate_verdict(tool, object_or_none(call.arguments), layers)
+    asked = [c for c in calls if c.id in verdicts and verdicts[c.id].action is Decision.ASK]
+    if ledger is None:
+        return TurnVerdict(verdicts, [approval_request(c, tools[c.name].description)
+                                      for c in asked])
+    for call in calls:
+        verdict = verdicts.get(call.id)
+        if verdict is None or (verdict.action is Decision.ALLOW and asked):
+            continue
+        if verdict.rule is not None or verdict.action is Decision.ALLOW and verdict.why:
+            ledger.automatic(call, verdict.action.audited, now, verdict.why, verdict.rule,
+                             verdict.layer)
+    requests = []
+    for call in asked:
+        verdict = verdicts[call.id]
+        record = ledger.issue(call, now, ttl, verdict.why, verdict.rule, verdict.layer)
+        requests.append(approval_request(call, tools[call.name].description, record))
+    if asked:
+        for call in calls:
+            verdict = verdicts.get(call.id)
+            if verdict is not None and verdict.action is Decision.DENY:
+                ledger.hold_denial(call, verdict.rule, verdict.layer)
+    return TurnVerdict(verdicts, requests)
+
+
+def answer_at_gate(verdict: GateVerdict | None) -> str | None:
+    """The result of a call of a turn that runs, when it must not run (SPEC R19).
+
+    Args:
+        verdict: the call's ``GateVerdict`` (``None`` for an unknown tool).
+
+    Returns:
+        str | None: ``Rejected: denied by policy (<rule>)`` for a denied call; ``None``:
+        run it (an unknown tool's call is answered as such when run, R14).
+    """
+    if verdict is not None and verdict.action is Decision.DENY:
+        return rejection_text(f"denied by policy ({verdict.rule})")
+    return None
+
+
+def rejection_text(reason: str | None) -> str:
+    """The result text of a call that did not run (SPEC R7).
+
+    Args:
+        reason: the rejection reason (str), kept exactly; ``None`` or blank
+            (whitespace-only) means ``User denied``.
+
+    Returns:
+        str: ``Rejected: <reason>``.
+    """
+    if reason is None or not reason.strip():
+        reason = DEFAULT_REJECTION_REASON
+    return f"Rejected: {reason}"
+
+
+# -- at the resume: what the answers may carry (SPEC R11, R16, R17, R19, R20) --------
+
+def check_answers(responses, pending: list[ToolCall], answered: set[str],
+                  started: Collection[str], tools: Mapping[str, Tool],
+                  ledger: ApprovalLedger | None, run_policy,
+                  layers: Callable[[], list]) -> dict:
+    """Every check of a resume's answers, before anything runs (SPEC R11, R16, R17,
+    R19, R20).
+
+    Args:
+        responses: the ``ToolApprovalResponse`` objects of the run's options.
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        answered: ids (set of str) of that turn's calls that already have a result.
+        started: ids (str) of calls an earlier run started and never finished (R16).
+        tools: the agent's tools by name.
+        ledger: the session's ``ApprovalLedger``, or ``None``.
+        run_policy: the run's own ``ApprovalPolicy``, or ``None``.
+        layers: returns the policy layers in order; called only for an edit.
+
+    Returns:
+        dict: call id (str) → ``ToolApprovalResponse``.
+
+    Raises:
+        ApprovalError: an answer that cannot be used (see ``check_responses``,
+            ``ApprovalLedger.check``, ``check_approved_tools``, ``check_edits``).
+        PolicyError: ``run_policy`` has a rule that can never match the tools.
+    """
+    by_id = check_responses(responses, pending, answered, started)
+    if ledger is not None:
+        ledger.check(pending, by_id)
+    check_approved_tools(by_id, pending, tools)
+    if run_policy is not None:
+        run_policy.check(tools)
+    check_edits(by_id, pending, tools, ledger, layers)
+    return by_id
+
+
+def check_responses(responses, pending: list[ToolCall], answered: set[str],
+                    started: Collection[str] = ()) -> dict:
+    """Match the caller's approval responses to the pending calls (SPEC R11, R17).
+
+    Args:
+        responses: the ``ToolApprovalResponse`` objects of the run's options.
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        answered: ids (set of str) of that turn's calls that already have a result.
+        started: ids (str) of calls an earlier run started and never finished (R16).
+
+    Returns:
+        dict: call id (str) → ``ToolApprovalResponse``.
+
+    Raises:
+        ApprovalError: a response matches no pending call (unknown, already answered,
+            given twice, or started by a run that never finished; R11, R16), or two
+            pending calls share an id (R17); the error names the ids.
+    """
+    ids = [call.id for call in pending]
+    shared = sorted({i for i in ids if ids.count(i) > 1})
+    if shared:
+        raise ApprovalError(
+            f"the paused turn has two or more calls with the id(s) {', '.join(shared)}; one "
+            "answer cannot tell them apart, so none of them can run. Nothing was executed; "
+            "fix the history or start a new session.", shared)
+    pending_ids = set(ids)
+    by_id: dict = {}
+    unknown, already, twice, begun = [], [], [], []
+    for response in responses:
+        if response.call_id in by_id:
+            twice.append(response.call_id)
+        elif response.call_id in answered:
+            already.append(response.call_id)
+        elif response.call_id in pending_ids and response.call_id in started:
+            begun.append(response.call_id)
+        elif response.call_id not in pending_ids:
+            unknown.append(response.call_id)
+        else:
+            by_id[response.call_id] = response
+    problems = []
+    if unknown:
+        problems.append(f"no pending call has the id(s) {', '.join(unknown)}")
+    if already:
+        problems.append(f"call(s) {', '.join(already)} already have a result (they ran or "
+                        "were answered before)")
+    if twice:
+        problems.append(f"call(s) {', '.join(twice)} were answered more than once")
+    if begun:
+        problems.append(f"call(s) {', '.join(begun)} already started in an earlier run that "
+                        "never finished (R16): they are not run again; run with no responses, "
+                        "run([], session), to answer them 'interrupted' and go on. (A store's "
+                        "open() refuses a session whose run is still alive in another "
+                        "worker; outside a store, make sure no process still runs them)")
+    if problems:
+        waiting = sorted(pending_ids - set(started))
+        if waiting:
+            hint = f"pending calls: {', '.join(waiting)}"
+        elif already or begun:
+            hint = ("nothing waits for approval any more; to go on after a failed model "
+                    "call, run again with no responses: run([], session)")
+        else:
+            hint = ("the session has no pending call; resume with the same AgentSession "
+                    "the run paused in")
+        raise ApprovalError(f"approval responses do not fit the paused run: "
+                            f"{'; '.join(problems)} ({hint}). Nothing was executed.",
+                            unknown + already + twice + begun)
+    return by_id
+
+
+def check_approved_tools(responses: Mapping, pending: list[ToolCall],
+                         tools: Mapping) -> None:
+    """Refuse approvals of calls whose tool the agent does not have.
+
+    Args:
+        responses: call id (str) → ``ToolApprovalResponse``, as ``check_responses``
+            returns them.
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        tools: the agent's tools by name (mapping of str → ``Tool``).
+
+    Raises:
+        ApprovalError: an approved call names a tool that is not in ``tools`` (an
+            agent resumed with other tools than the run paused with); it names the
+            call ids, and nothing was executed. A rejected one is fine: it only gets
+            its ``Rejected: …`` result.
+    """
+    orphans = [c for c in pending if c.id in responses
+               and responses[c.id].approved and c.name not in tools]
+    if orphans:
+        raise ApprovalError(
+            f"approved call(s) {', '.join(c.id for c in orphans)} name tool(s) "
+            f"{', '.join(sorted({c.name for c in orphans}))} that this agent does not "
+            "have; give it the tools the run paused with. Nothing was executed.",
+            [c.id for c in orphans])
+
+
+class EditRefusal(NamedTuple):
+    """Why edited arguments cannot run (SPEC R20).
+
+    Attributes:
+        problems: what does not fit the tool's schema (list of str), empty when it fits.
+        rule: the policy rule that denies the edited call (str), or ``None``.
+        layer: that rule's layer (str), or ``None``.
+    """
+
+    problems: list
+    rule: str | None = None
+    layer: str | None = None
+
+
+def edit_refusal(tool: Tool, arguments, layers: list) -> EditRefusal | None:
+    """Whether edited arguments may replace a call's (SPEC R20): they must fit the
+    tool's schema and no policy may deny them; the check the loop makes before a
+    resume, for a UI to make before it sends the answer.
+
+    Args:
+        tool: the ``Tool`` called.
+        arguments: the edited arguments (dict).
+        layers: the ``ApprovalPolicy`` layers in order (``layers_in_order``).
+
+    Returns:
+        EditRefusal | None: why not, or ``None`` when they may.
+    """
+    problems = schema_errors(tool.parameters, arguments)
+    if problems:
+        return EditRefusal(problems)
+    verdict, _ = policy.decide(layers, tool, arguments)
+    if verdict is not None and verdict.effect is Decision.DENY:
+        return EditRefusal([], verdict.rule, verdict.layer)
+    return None
+
+
+def check_edits(responses: dict, pending: list[ToolCall], tools: Mapping[str, Tool],
+                ledger: ApprovalLedger | None, layers: Callable[[], list]) -> None:
+    """Refuse, before anything runs, what an approval carries that cannot be used:
+    edited arguments that do not fit the tool's schema or that a policy denies (SPEC
+    R20), and grants that can never match or have no session to go to (R19).
+
+    Args:
+        responses: call id (str) → ``ToolApprovalResponse``, from ``check_responses``.
+        pending: the pending ``ToolCall`` list, in call order.
+        tools: tool name (str) → ``Tool`` of the agent.
+        ledger: the session's ``ApprovalLedger``, or ``None`` without a session.
+        layers: returns the ``ApprovalPolicy`` layers in order (``layers_in_order``);
+            called only when an answer edits arguments.
+
+    Raises:
+        ApprovalError: naming the call and the problem; nothing was executed.
+    """
+    for call in pending:
+        response = responses.get(call.id)
+        if response is None or not response.approved:
+            continue
+        tool = tools.get(call.name)
+        if response.grants:
+            if ledger is None:
+                raise ApprovalError(f"the answer to {call.id} carries a grant, but there "
+                                    "is no session to keep it in. Nothing was executed.",
+                                    [call.id])
+            try:
+                ApprovalPolicy(allow=[g.rule for g in response.grants]).check(tools)
+            except PolicyError as exc:
+                raise ApprovalError(f"the grant with the answer to {call.id} cannot be "
+                                    f"used: {exc}. Nothing was executed.",
+                                    [call.id]) from None
+        if response.arguments is None:
+            continue
+        refusal = edit_refusal(tool, response.arguments, layers())
+        if refusal is not None and refusal.problems:
+            raise ApprovalError(
+                f"the edited arguments for {call.id} ({call.name}) do not fit the tool: "
+                f"{'; '.join(refusal.problems)}. Nothing was executed.", [call.id])
+        if refusal is not None:
+            raise ApprovalError(
+                f"the edited arguments for {call.id} ({call.name}) are denied by policy "
+                f"({refusal.rule}, {refusal.layer}). Nothing was executed.", [call.id])
+
+
+# -- at the resume: each pending call's answer (SPEC R4, R5, R16, R19, R20) ----------
+
+def settle(ledger: ApprovalLedger | None, call: ToolCall,
+           response: ToolApprovalResponse | None, now: float) -> Settlement:
+    """Settle one pending call on resume, changing the session (SPEC R4, R5, R19, R20):
+    a held denial is taken out of the ledger and stays a denial; a recorded call's
+    record is *consumed* into the audit trail (expiry applies); an approved edit
+    *rewrites* ``call.arguments`` to the canonical JSON (RFC 8785) of the edited
+    arguments, so the stored history shows what ran; an approved answer's grants join
+    the ledger. A sibling that needed no approval runs only if approved (R5).
+
+    Args:
+        ledger: the session's ``ApprovalLedger``, or ``None`` (then only the response
+            counts).
+        call: the pending ``ToolCall``; its ``arguments`` may be rewritten.
+        response: the caller's ``ToolApprovalResponse`` for it, or ``None``.
+        now: the time of the decision (POSIX seconds).
+
+    Returns:
+        Settlement: ``may_run`` and the rejection ``reason`` (str or ``None``).
+    """
+    if ledger is None:
+        return Settlement(response is not None and response.approved,
+                          response.reason if response else None)
+    denial = ledger.take_denial(call)
+    if denial is not None:
+        return Settlement(False, f"denied by policy ({denial.rule})")
+    if not ledger.awaits(call.id):  # a sibling that needed no approval (R5)
+        return Settlement(response is not None and response.approved,
+                          response.reason if response else None)
+    edited = None
+    if response is not None and response.arguments is not None:
+        edited = canonical_json(response.arguments)
+    may_run, reason = ledger.consume(call, response, now, edited and arguments_digest(edited))
+    if may_run and edited is not None:
+        call.arguments = edited  # R20: the stored call shows what really ran
+    for grant in response.grants if may_run else ():
+        ledger.grant(grant.rule, now, grant.ttl, response.approver, call.id)
+    return Settlement(may_run, reason)
+
+
+def answer_on_resume(call: ToolCall, tool: Tool | None, started: Collection[str],
+                     ledger: ApprovalLedger | None, response: ToolApprovalResponse | None,
+                     now: float) -> str | None:
+    """The result of a pending call on resume when it must not run (SPEC R4, R5, R7,
+    R16), settling it (``settle``).
+
+    Args:
+        call: the pending ``ToolCall``.
+        tool: its ``Tool``, or ``None`` when the agent has none of that name.
+        started: ids of calls an earlier run started and never finished (R16).
+        ledger: the session's ``ApprovalLedger``, or ``None``.
+        response: the caller's answer for it, or ``None``.
+        now: the time of the decision (POSIX seconds).
+
+    Returns:
+        str | None: ``Error: interrupted: …`` or ``Rejected: …``; ``None``: run it.
+    """
+    if call.id in started:  # R16: cut short by a crash; never run twice
+        return None if tool is not None and tool.idempotent else interrupted_text(call.name)
+    may_run, reason = settle(ledger, call, response, now)
+    return None if may_run else rejection_text(reason)
