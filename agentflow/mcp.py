@@ -97,6 +97,9 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 
 DEFAULT_TIMEOUT = 60.0        # seconds a tool call may take
 DEFAULT_START_TIMEOUT = 60.0  # seconds to start, connect and list tools (npx may download)
+# Bytes of a result's text sent to the model, as read_file caps what it reads: a server
+# cannot fill the model's context (or the session) with megabytes.
+DEFAULT_RESULT_CAP = 64_000
 _STOP_TIMEOUT = 10.0          # the SDK's own shutdown is bounded at about 6 s
 _WIRE_BAD = re.compile(r"[^A-Za-z0-9_-]")
 _SERVER_NAME = re.compile(r"[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*")
@@ -129,6 +132,8 @@ class MCPServer:
             (no subject); unset tools get one from their schema (module docstring).
         root: the folder relative paths of this server's calls, and relative path
             patterns of rules on its tools, are taken from (module docstring).
+        result_cap: bytes (UTF-8) of a result's text sent to the model; the rest is cut
+            with a note saying how much (default 64,000, as ``read_file``'s cap).
 
     Attributes:
         tools: the ``MCPTool`` list, in the server's order (empty before ``start``).
@@ -140,7 +145,7 @@ class MCPServer:
                  start_timeout: float = DEFAULT_START_TIMEOUT,
                  approval: bool | Mapping[str, bool] | None = None,
                  subjects: Mapping[str, str | tuple | None] | None = None,
-                 root: str | None = None):
+                 root: str | None = None, result_cap: int = DEFAULT_RESULT_CAP):
         if name is not None and not _SERVER_NAME.fullmatch(name):
             raise ValueError(f"MCP server name {name!r} is not allowed: use letters and digits "
                              "separated by single '-' or '_' (it prefixes tool names)")
@@ -157,7 +162,10 @@ class MCPServer:
         self.timeout = timeout
         self.start_timeout = start_timeout
         self.approval = approval
+        self.result_cap = result_cap
         self.tools: list[MCPTool] = []
+        # notifications/tools/list_changed arrived: re-list before the next decision
+        self._list_changed = False
         self.server_info = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -322,14 +330,8 @@ class MCPServer:
         """The one task that holds the SDK client open from start to stop (the SDK's
         context managers must be entered and left in the same task)."""
         try:
-            async with Client(self._target) as client:
-                specs, cursor = [], None
-                for _ in range(100):  # a server whose pages never end cannot hang start()
-                    page = await client.list_tools(cursor=cursor)
-                    specs.extend(page.tools)
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+            async with Client(self._target, message_handler=self._on_message) as client:
+                specs = await _list_all(client)
                 self._client = client
                 ready.set_result((client.server_info, specs))
                 await self._stopping.wait()
@@ -343,6 +345,56 @@ class MCPServer:
                 raise
         finally:
             self._client = None
+
+    async def _on_message(self, message) -> None:
+        """The SDK's handler of what the server sends unasked: a changed tool list is
+        noted, and read again before the next decision (``relist``)."""
+        if isinstance(message, ToolListChangedNotification):
+            self._list_changed = True
+
+    def relist(self, force: bool = False) -> None:
+        """Read the tool list again when the server said it changed
+        (``notifications/tools/list_changed``) or when ``force`` is set, and decide
+        again: a tool whose
+        description, schema or annotations differ from what was listed at start asks
+        for approval from then on, whatever its new annotations claim (a server that
+        announced a read-only tool and then redefined it cannot run it unasked); a tool
+        that appears later asks too. ``approval=`` settings still decide what they name.
+
+        Args:
+            force: read the list even when no change was announced (bool).
+
+        Raises:
+            MCPError: the server is not running or does not answer the listing within
+                ``timeout`` seconds.
+        """
+        if not (self._list_changed or force):
+            return
+        client, loop = self._client, self._loop
+        if client is None or loop is None or self._dead is not None:
+            raise MCPError(f"the MCP server {self.name!r} is not running, and its tools "
+                           "changed: restart it", self.name)
+        self._list_changed = False
+        future = asyncio.run_coroutine_threadsafe(_list_all(client), loop)
+        try:
+            specs = future.result(self.timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            self._list_changed = True
+            raise MCPError(f"the MCP server {self.name!r} said its tools changed and did "
+                           f"not list them within {self.timeout:g} s", self.name) from None
+        known = {t.mcp_name: t for t in self.tools}
+        for spec in specs:
+            tool = known.get(spec.name)
+            if tool is None:
+                tool = MCPTool(self, spec)
+                tool.decide_subject(self.subjects)
+                self.tools.append(tool)
+                tool.changed = True
+            elif _fingerprint(spec) != tool.fingerprint:
+                tool.refresh(spec)
+                tool.changed = True
+            tool.decide_approval(self.approval)
 
     def _shutdown(self) -> None:
         """Stop the serving task, then the loop and its thread. Lock held."""
@@ -486,7 +538,9 @@ class MCPTool(Tool):
         self._asks = True
         self.approval_reason = ""
         self.subject, self.subject_kind, self.subject_reason = None, "text", ""
+        self.changed = False  # redefined after start (MCPServer.relist): it asks
         self.refresh(spec)
+        self.fingerprint = _fingerprint(spec)  # the definition first listed
 
     @property
     def workspace(self) -> str:
@@ -528,6 +582,10 @@ class MCPTool(Tool):
         """
         if isinstance(approval, bool):
             self._asks, self.approval_reason = approval, "approval=" + str(approval)
+            return
+        if self.changed and not (isinstance(approval, Mapping) and self.mcp_name in approval):
+            self._asks = True
+            self.approval_reason = "redefined by the server after it was listed"
             return
         if isinstance(approval, Mapping):
             for key in (self.mcp_name, "*"):
@@ -579,6 +637,23 @@ class MCPTool(Tool):
         self.subject, self.subject_kind = argument, kind
 
     def requires_approval(self) -> bool:
+        """Whether a call asks (SPEC R3): decided from the annotations and ``approval``
+        at start. Before it answers "runs without asking", the server's list is read
+        again (``MCPServer.relist``), so a tool the server redefined since it was first
+        listed asks, whether or not the server announced the change and however late
+        its notification arrives; when the list cannot be read, it asks (fail closed).
+        A server that is not running keeps its decision: its calls fail unrun
+        (``MCPError``, reported to the model).
+
+        Returns:
+            bool: ``True`` when the call must wait for a person.
+        """
+        if not self.server.running:
+            return self._asks
+        try:
+            self.server.relist(force=not self._asks)
+        except MCPError:
+            return True
         return self._asks
 
     def invoke(self, arguments: dict) -> str:
@@ -597,7 +672,7 @@ class MCPTool(Tool):
             MCPError: the server is not running, died during the call, or refused it.
         """
         result = self.server.call(self.mcp_name, arguments, self.timeout)
-        text = result_text(result)
+        text = _capped(result_text(result), self.server.result_cap)
         if result.is_error:
             raise MCPToolError(text or "the tool reported an error without a message",
                                self.server.name)
@@ -720,6 +795,38 @@ def result_text(result) -> str:
     if not texts and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(texts + others)
+
+
+async def _list_all(client) -> list:
+    """Every tool the server lists, over all its pages; a server whose pages never end
+    cannot hang us (100 pages at most)."""
+    specs, cursor = [], None
+    for _ in range(100):
+        page = await client.list_tools(cursor=cursor)
+        specs.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return specs
+
+
+def _fingerprint(spec) -> str:
+    """What a listed tool is, as far as the gate is concerned: its description, input
+    schema and annotations, as canonical text."""
+    notes = spec.annotations.model_dump(mode="json") if spec.annotations else None
+    return json.dumps([spec.description, spec.title, spec.input_schema, notes],
+                      sort_keys=True, default=str)
+
+
+def _capped(text: str, cap: int) -> str:
+    """``text`` cut to ``cap`` bytes of UTF-8 (at a character boundary), saying how many
+    bytes were cut, as the built-in tools' caps do."""
+    data = text.encode("utf-8", "surrogateescape")
+    if len(data) <= cap:
+        return text
+    kept = data[:cap].decode("utf-8", "ignore")
+    return (f"{kept}\n[... {len(data) - len(kept.encode('utf-8'))} more bytes cut: the "
+            f"MCP result cap is {cap} bytes]")
 
 
 def _b64_size(data: str) -> int | str:

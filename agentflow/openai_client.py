@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 from .assembler import ChunkAssembler, completion_updates, error_from_body, stream_updates
 from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from .profiles import Profile, resolve_profile
+from .redact import mask_url, scrub, scrub_value
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
 
 if TYPE_CHECKING:
@@ -103,12 +104,19 @@ class OpenAIChatClient:
         self._unfinished: "requests.Response | None" = None  # see _keep_alive
 
     def __repr__(self) -> str:  # never show the key
-        return f"OpenAIChatClient(model={self.model!r}, base_url={self.base_url!r})"
+        return (f"OpenAIChatClient(model={self.model!r}, "
+                f"base_url={mask_url(self.base_url)!r})")
 
     @property
     def url(self) -> str:
         """The endpoint (str): ``{base_url}/chat/completions``."""
         return f"{self.base_url}/chat/completions"
+
+    @property
+    def shown_url(self) -> str:
+        """The endpoint as messages show it (str): ``url`` with any credential in it
+        masked (``agentflow.redact.mask_url``, SPEC R26)."""
+        return mask_url(self.url)
 
     def build_request(self, messages: Sequence[ChatMessage],
                       options: AgentRunOptions | None = None, tools: Iterable = ()) -> dict:
@@ -199,10 +207,11 @@ class OpenAIChatClient:
                 kind = response.headers.get("Content-Type", "")
                 if (isinstance(exc, IncompleteStreamError) and assembler.chunk_count == 0
                         and "event-stream" not in kind):
-                    message = (f"{self.url} did not answer with an event stream "
+                    message = (f"{self.shown_url} did not answer with an event stream "
                                f"(Content-Type: {kind or 'none'}); is it an OpenAI-compatible "
                                "chat-completions endpoint?")
-                raise type(exc)(message, status=exc.status, code=exc.code) from None
+                raise type(exc)(message, status=exc.status,
+                                code=scrub_value(exc.code, self._api_key)) from None
         except BaseException:  # a failed or abandoned turn: its connection is closed
             response.close()
             raise
@@ -235,7 +244,7 @@ class OpenAIChatClient:
                     return response, itertools.chain([first], chunks)
                 response.close()
                 error = ProviderError(
-                    f"{self.url} answered HTTP {response.status_code} with an empty body; "
+                    f"{self.shown_url} answered HTTP {response.status_code} with an empty body; "
                     "is it an OpenAI-compatible chat-completions endpoint?")
             except (ProviderTimeoutError, IncompleteStreamError) as exc:
                 error = exc
@@ -310,15 +319,15 @@ class OpenAIChatClient:
                                            timeout=(self.connect_timeout, self.read_timeout))
         except requests.exceptions.ConnectTimeout:
             raise ProviderTimeoutError(
-                f"could not connect to {self.url} within connect_timeout="
+                f"could not connect to {self.shown_url} within connect_timeout="
                 f"{self.connect_timeout} s; is the host right and reachable?") from None
         except requests.exceptions.ReadTimeout:
             raise ProviderTimeoutError(
-                f"{self.url} sent no response within read_timeout={self.read_timeout} s; "
+                f"{self.shown_url} sent no response within read_timeout={self.read_timeout} s; "
                 "raise read_timeout for slow models") from None
         except requests.exceptions.RequestException as exc:
             raise ProviderError(
-                f"could not connect to {self.url}: {_reason(exc)}. Is the server running, "
+                f"could not connect to {self.shown_url}: {_reason(exc)}. Is the server running, "
                 "and is base_url (or OPENAI_BASE_URL) right?") from None
         if response.status_code >= 400:
             try:
@@ -339,25 +348,27 @@ class OpenAIChatClient:
         if parsed is not None:
             error = error_from_body(parsed, response.reason or "error", status)
         else:
-            text = content.decode("utf-8", "replace")
+            # scrubbed before it is cut: a cut can leave most of an echoed key
+            text = self._scrub(content.decode("utf-8", "replace"))
             error = ProviderError(text[:200] or response.reason or "error", status=status)
         message = self._scrub(error.message)
         stop = "" if message.endswith(".") else "."
         if status in (401, 403):
-            message = (f"authentication failed at {self.url}: {message}{stop} Check the API "
+            message = (f"authentication failed at {self.shown_url}: {message}{stop} Check the API "
                        f"key ({self.key_source})")
         elif status == 404:
-            message = (f"{message}{stop} URL: {self.url}. Check the model name, and that "
+            message = (f"{message}{stop} URL: {self.shown_url}. Check the model name, and that "
                        "base_url ends where the API starts (most servers want a /v1 suffix)")
-        return type(error)(message, status=status, code=error.code, headers=response.headers)
+        return type(error)(message, status=status, code=scrub_value(error.code, self._api_key),
+                           headers=response.headers)
 
     def _json(self, chunks: Iterator[bytes]) -> dict:
         text = b"".join(chunks).decode("utf-8", "replace")
         try:
             return json.loads(text)
         except ValueError:
-            raise ProviderError(f"the response from {self.url} is not JSON: "
-                                f"{text[:200]!r}") from None
+            raise ProviderError(f"the response from {self.shown_url} is not JSON: "
+                                f"{self._scrub(text)[:200]!r}") from None
 
     def _read(self, response: "requests.Response") -> Iterator[bytes]:
         # read1 returns whatever bytes have arrived (up to _READ_SIZE) instead of
@@ -372,19 +383,16 @@ class OpenAIChatClient:
                 yield data
         except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
             raise ProviderTimeoutError(
-                f"the stream from {self.url} was silent for more than read_timeout="
+                f"the stream from {self.shown_url} was silent for more than read_timeout="
                 f"{self.read_timeout} s; nothing of this turn was kept") from None
         except (urllib3.exceptions.ProtocolError, OSError) as exc:
             raise IncompleteStreamError(
-                f"the connection to {self.url} broke mid-stream ({_reason(exc)}); "
+                f"the connection to {self.shown_url} broke mid-stream ({_reason(exc)}); "
                 "nothing of this turn was kept: retry the run") from None
 
     def _scrub(self, text: str) -> str:
-        # A key shorter than 8 characters is no secret (local servers take "x"), and
-        # replacing it would garble every message containing those letters.
-        if self._api_key and len(self._api_key) >= 8 and self._api_key in text:
-            text = text.replace(self._api_key, "***")
-        return text
+        # every run of the key's characters, whole or cut short (agentflow.redact)
+        return scrub(text, self._api_key)
 
 
 def _after_finish(chunks: Iterator[bytes], response: "requests.Response", assembler,

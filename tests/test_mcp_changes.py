@@ -1,0 +1,107 @@
+"""MCP servers that change under the gate (SPEC R3, R26; issue 26 item 6).
+
+A server's annotations are hints from the server itself. One that announces a read-only
+tool at start, then redefines it as something else and says so with
+``notifications/tools/list_changed``, must not have the redefined tool run unasked: the
+list is read again and a tool that differs from what was first listed asks. And what a
+server returns is capped, as ``read_file`` caps what it reads.
+
+Against a real MCP server (``tests/mcp_server.py``, the SDK's own server class) served
+over streamable HTTP on 127.0.0.1, a fresh one per test (the tests change it), and a
+model on a loopback ``ReplayServer``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP tests need the optional extra: pip install '.[mcp]'")
+
+from agentflow import AgentSession, FinishReason, ToolApprovalRequest, ToolResult  # noqa: E402
+from agentflow.mcp import MCPServer  # noqa: E402
+from agentflow.testing.replay import chat_stream  # noqa: E402
+
+from test_mcp import agent_for, by_name, calls, run, serve_http_here  # noqa: E402
+
+
+@pytest.fixture
+def changing(tmp_path):
+    """``(server, notes_dir)``: a fresh started server called ``shifty``."""
+    (tmp_path / "secret.txt").write_text("first line\nsecond line\n", encoding="utf-8")
+    url, stop = serve_http_here("shifty", tmp_path)
+    server = MCPServer.http(url, timeout=10, start_timeout=30).start()
+    try:
+        yield server, tmp_path
+    finally:
+        server.stop()
+        stop()
+
+
+def call_turn(tool: str, arguments: dict, call_id: str) -> str:
+    return chat_stream(tool_calls=[(call_id, tool, json.dumps(arguments))])
+
+
+def test_a_tool_redefined_after_start_asks(changing):
+    """Issue 26: ``peek`` was listed read-only at start; the server redefines it (as a
+    tool that deletes the note) and sends list_changed: the next call of ``peek``
+    pauses for approval and nothing is deleted."""
+    server, notes = changing
+    peek = by_name(server)["peek"]
+    assert peek.requires_approval() is False  # as listed at start: readOnlyHint
+    bodies = [call_turn("shifty__redefine", {}, "call_1"),
+              call_turn("shifty__peek", {"name": "secret.txt"}, "call_2"),
+              chat_stream("done")]
+    with agent_for(bodies, server.tools) as (agent, _model):
+        updates = run(agent, ["peek at secret.txt"], AgentSession())
+    results = [u.result for u in updates if isinstance(u, ToolResult)]
+    assert results == ["redefined"]  # redefine itself was read-only and ran
+    asked = [u for u in updates if isinstance(u, ToolApprovalRequest)]
+    assert [(r.call_id, r.name) for r in asked] == [("call_2", "shifty__peek")]
+    assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+    assert (notes / "secret.txt").exists()
+    assert calls(notes) == ["redefine"]
+    assert peek.approval_reason == "redefined by the server after it was listed"
+
+
+def test_an_unchanged_tool_still_runs_after_a_change_elsewhere(changing):
+    """Only what changed asks: ``echo`` is listed again unchanged and keeps running."""
+    server, _notes = changing
+    server.call("redefine", {})
+    tools = by_name(server)
+    assert tools["peek"].requires_approval() is True
+    assert tools["echo"].requires_approval() is False
+    assert tools["echo"].approval_reason == "readOnlyHint"
+
+
+def test_an_explicit_approval_setting_still_decides_a_changed_tool(tmp_path):
+    """``approval={"peek": False}`` is the person's own word about that tool: it
+    decides even after the server redefines it."""
+    (tmp_path / "secret.txt").write_text("x\n", encoding="utf-8")
+    url, stop = serve_http_here("shifty", tmp_path)
+    server = MCPServer.http(url, timeout=10, start_timeout=30,
+                            approval={"peek": False}).start()
+    try:
+        server.call("redefine", {})
+        assert by_name(server)["peek"].requires_approval() is False
+    finally:
+        server.stop()
+        stop()
+
+
+def test_a_result_is_capped(tmp_path):
+    """A server's result is cut to ``result_cap`` bytes, saying how much was cut, so
+    it cannot flood the model (an 8 MB result went to the model whole)."""
+    url, stop = serve_http_here("big", tmp_path)
+    server = MCPServer.http(url, timeout=10, start_timeout=30, result_cap=1000).start()
+    try:
+        text = by_name(server)["echo"].invoke({"text": "é" * 5000})
+    finally:
+        server.stop()
+        stop()
+    kept, note = text.split("\n[... ")
+    assert kept == "big: " + "é" * 497  # 5 + 2 × 497 = 999 bytes: whole characters only
+    assert len(kept.encode("utf-8")) <= 1000
+    cut = len(("big: " + "é" * 5000).encode("utf-8")) - len(kept.encode("utf-8"))
+    assert note == f"{cut} more bytes cut: the MCP result cap is 1000 bytes]"
