@@ -22,11 +22,18 @@ Keys the assembler does not know, on the delta or on a tool call (Gemini's
 its calls (``extra``), to be sent back (SPEC R21). A key sent in several deltas keeps
 its first non-empty value, as ``id`` and ``name`` do; a key whose value changes from
 delta to delta is data about each chunk (Together's ``token_id``), not about the
-message, and is dropped, named once in ``quirks``.
+message, and is dropped, named once in ``quirks``, unless the provider profile lists
+it as streamed in parts (``accumulate``, OpenRouter's ``reasoning_details``): then its
+parts are joined the way that provider documents.
+
+Ids the assembler makes (for a call without one, or renaming one the conversation
+already holds) are ``id_limit`` characters at most, so that a 40-character id sent
+twice does not become one OpenAI refuses.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -50,6 +57,7 @@ _FINISH_REASONS = {
 _KNOWN_DELTA_KEYS = frozenset({"role", "content", "refusal", "reasoning_content", "reasoning",
                                "tool_calls", "function_call", "index", "annotations", "audio"})
 _KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+ID_LIMIT = 40  # OpenAI's limit on a call id, the shortest a provider taking any id has
 # R14: calls of a turn that ended for one of these reasons are never executed
 _CUT_SHORT = (FinishReason.LENGTH, FinishReason.CONTENT_FILTER)
 
@@ -115,6 +123,12 @@ class ChunkAssembler:
             conversation; no call of this turn gets one of them, whether the provider
             sent it again or sent none and one is invented (SPEC §6: ids are unique
             across the whole conversation).
+        accumulate: delta keys streamed in parts (mapping of str to an accumulator
+            class with ``add(value)`` and ``value()``, such as
+            ``agentflow.profiles.ReasoningDetails``); the provider profile's
+            ``accumulates``. Their joined value is kept with the message (SPEC R21).
+        id_limit: the longest id (int, characters) the assembler makes when it
+            invents or renames one; ids the provider sent are kept as they are.
 
     After ``finish``: ``text`` (str), ``reasoning`` (str), ``tool_calls``
     (list of ``ToolCall``), ``finish_reason`` (``FinishReason``), ``usage``
@@ -123,7 +137,11 @@ class ChunkAssembler:
     deviation from OpenAI's own format that was met, with the chunk number.
     """
 
-    def __init__(self, taken_ids: Iterable[str] = ()) -> None:
+    def __init__(self, taken_ids: Iterable[str] = (), accumulate=None,
+                 id_limit: int = ID_LIMIT) -> None:
+        self._accumulate = dict(accumulate or {})
+        self._parts: dict = {}  # key -> its accumulator, once the key was seen
+        self._id_limit = id_limit
         self._text = TextBuffer()
         self._reasoning = TextBuffer()
         self._slots: list[_Slot] = []
@@ -154,6 +172,12 @@ class ChunkAssembler:
         """The turn's calls so far, in slot order (list of ``ToolCall``; arguments as
         the JSON text received, ``extra`` the unknown keys kept, SPEC R21)."""
         return [ToolCall(s.id, s.name, str(s.arguments), dict(s.extra)) for s in self._slots]
+
+    @property
+    def accumulated(self) -> dict:
+        """The keys streamed in parts seen so far and their joined values (dict: key
+        -> value, as ``accumulate``'s accumulators give it; SPEC R21)."""
+        return {key: accumulator.value() for key, accumulator in self._parts.items()}
 
     @property
     def chunk_count(self) -> int:
@@ -335,7 +359,13 @@ class ChunkAssembler:
     def _choice(self, choice: dict, where: str, updates: list) -> None:
         path = where + (".message" if self._body else ".delta")
         delta = self._object(choice.get("delta"), path)
-        self._keep_unknown(delta, _KNOWN_DELTA_KEYS, self.extra, "delta")
+        known = _KNOWN_DELTA_KEYS
+        if self._accumulate and not self._body:  # a body's values are whole already
+            known = known | self._accumulate.keys()
+            for key, kind in self._accumulate.items():
+                if delta.get(key) is not None:
+                    self._add_part(key, kind, delta[key], f"{path}.{key}")
+        self._keep_unknown(delta, known, self.extra, "delta")
         # Reasoning first: when one delta carries both, the model thought before it
         # wrote (SPEC §6).
         key = "reasoning_content" if delta.get("reasoning_content") is not None else "reasoning"
@@ -363,6 +393,16 @@ class ChunkAssembler:
             if self._raw_finish is not None:
                 self._quirk("finish_reason repeated")
             self._raw_finish = reason
+
+    def _add_part(self, key: str, kind, value, path: str) -> None:
+        accumulator = self._parts.get(key)
+        if accumulator is None:
+            accumulator = self._parts[key] = kind()
+            self.extra.setdefault(key, None)  # its place among the kept keys
+        try:
+            accumulator.add(value)
+        except ValueError as exc:
+            raise self._bad(path, value, str(exc)) from None
 
     def _add_text(self, text: str, updates: list) -> None:
         self._text.append(text)
@@ -492,10 +532,13 @@ class ChunkAssembler:
             return f"call_{number}"
         if slot.wire_id not in taken:
             return slot.wire_id
-        unique, number = f"{slot.wire_id}_{slot.index}", 1
-        while unique in taken:
-            number += 1
-            unique = f"{slot.wire_id}_{slot.index}_{number}"
+        # The suffix stays whole and the id is cut to fit the limit (SPEC R21).
+        suffixes = (f"_{slot.index}" if number == 1 else f"_{slot.index}_{number}"
+                    for number in itertools.count(1))
+        for suffix in suffixes:
+            unique = slot.wire_id[:max(0, self._id_limit - len(suffix))] + suffix
+            if unique not in taken:
+                break
         self._quirk(f"duplicate tool call id {slot.wire_id!r} (renamed {unique!r})")
         return unique
 
@@ -542,6 +585,10 @@ class ChunkAssembler:
                 self._quirk(f"finish_reason {self._raw_finish!r} although tools were called")
             reason = FinishReason.TOOL_CALLS
         self.finish_reason = reason
+        for key, value in self.accumulated.items():
+            self.extra[key] = value
+            if not value:
+                del self.extra[key]  # only empty parts came: nothing to send back
         calls = self.tool_calls if reason is FinishReason.TOOL_CALLS else []
         # A turn with neither text nor calls is "" rather than null: several providers
         # refuse an assistant message whose content is null without tool calls (SPEC §6).

@@ -21,7 +21,8 @@ import os
 import time
 from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
-from .assembler import ChunkAssembler, completion_updates, error_from_body, stream_updates
+from .assembler import (ID_LIMIT, ChunkAssembler, completion_updates, error_from_body,
+                        stream_updates)
 from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
 from .profiles import Profile, resolve_profile
 from .redact import mask_url, scrub, scrub_value
@@ -71,8 +72,9 @@ class OpenAIChatClient:
             (seconds or an HTTP date); one longer than ``MAX_RETRY_WAIT`` seconds is
             not slept but named in the error (SPEC §6).
         profile: the provider profile (``agentflow.profiles``) that builds the
-            request's messages from the stored ones: a name (``"openai"``,
-            ``"deepseek"``, ``"gemini"``, ``"mistral"``, ``"groq"``) or a ``Profile``;
+            request's messages from the stored ones and says which streamed fields
+            accumulate: a name (``"openai"``, ``"deepseek"``, ``"gemini"``,
+            ``"mistral"``, ``"groq"``, ``"openrouter"``) or a ``Profile``;
             default: guessed from the base URL's host, else ``openai`` (SPEC R21).
             ``profile_note`` (str) says which was chosen and how.
 
@@ -191,7 +193,8 @@ class OpenAIChatClient:
         """
         body = self.build_request(messages, options, tools)
         # SPEC §6: a call id of this turn never repeats one of the conversation
-        assembler = ChunkAssembler(_ids_in(messages))
+        assembler = ChunkAssembler(_ids_in(messages), self.profile.accumulates,
+                                   self.profile.call_id_limit or ID_LIMIT)
         response, chunks = self._open(body)
         try:
             try:

@@ -16,18 +16,32 @@ Without ``profile`` it is guessed from the base URL's host (``resolve_profile``)
 =========  ===============================================  =============================
 profile    sends back                                       adapts the request
 =========  ===============================================  =============================
-openai     unknown keys that no other profile owns          -
+openai     unknown keys that no other profile owns          call ids of at most 40
+                                                            characters
 deepseek   the same, and reasoning of tool-call turns       "" where none was stored
 gemini     the same, and ``extra_content``                  placeholder thought signature
 mistral    OpenAI's keys only                               assistant after tool results;
                                                             9-character call ids
 groq       OpenAI's keys only                               -
+openrouter the same as openai, and ``reasoning_details``    -
+           (accumulated across the stream's deltas)
 =========  ===============================================  =============================
 
+Call ids are kept as the provider gave them (R21). Where a provider refuses some ids
+(``call_id_limit``, ``call_id_fits``), the request carries a short id derived from each
+refused one (``short_call_id``) on the call and on its tool result: the same in every
+request, and unique among the request's ids.
+
+Streamed fields: a delta key is kept with its first value and dropped when its value
+changes from delta to delta (data about each chunk). A provider that streams a field in
+parts documents how the parts make the whole; ``accumulates`` names those fields, each
+with its accumulator (``ReasoningDetails`` for OpenRouter's ``reasoning_details``).
+
 Adding a profile: subclass ``Profile``, set ``name`` and ``hosts``, override what
-differs (``owns``, ``send_unknown``, ``message``, ``messages``), cite the provider's
-documentation in its docstring, and add an instance to ``PROFILES``. A strict replay
-rule for it (``agentflow.testing.strict``) lets tests fail the way the provider would.
+differs (``owns``, ``send_unknown``, ``call_id_limit``, ``accumulates``, ``message``,
+``messages``), cite the provider's documentation in its docstring, and add an instance
+to ``PROFILES``. A strict replay rule for it (``agentflow.testing.strict``) lets tests
+fail the way the provider would.
 """
 
 from __future__ import annotations
@@ -66,12 +80,24 @@ class Profile:
             profiles leave them out of their requests.
         send_unknown: whether unknown keys are sent at all (``False``: only OpenAI's
             documented keys, for providers that refuse any other).
+        call_id_limit: the longest tool call id (int, characters) the provider takes,
+            or ``None`` for no documented limit. OpenAI's is 40: a longer one is refused
+            with HTTP 400 ("Invalid 'messages[2].tool_calls[0].id': string too long.
+            Expected a string with maximum length 40, but got a string with length 46
+            instead.", code ``string_above_max_length``), and vLLM and other servers
+            issue 46-character ids (``chatcmpl-tool-`` and 32 hex digits).
+        accumulates: delta keys (dict: key -> accumulator class, such as
+            ``ReasoningDetails``) that this provider documents as streamed in parts,
+            each part to be joined with the ones before; every other key that
+            changes from delta to delta is per-chunk data and dropped (SPEC R21).
     """
 
     name = "openai"
     hosts: tuple[str, ...] = ("api.openai.com",)
     owns: frozenset = frozenset()
     send_unknown = True
+    call_id_limit: int | None = 40
+    accumulates: dict = {}
 
     def messages(self, messages: Sequence[ChatMessage]) -> list[dict]:
         """The request's messages for the stored ones.
@@ -81,10 +107,67 @@ class Profile:
 
         Returns:
             A list of dicts in the provider's form, possibly with messages added (never
-            stored). ``messages`` and everything they hold are left unchanged: a dict
-            that differs from the stored form is a new one.
+            stored), with each call id the provider would refuse replaced by its
+            ``short_call_id`` (``map_call_ids``). ``messages`` and everything they hold
+            are left unchanged: a dict that differs from the stored form is a new one.
         """
-        return [self.message(message) for message in messages]
+        return self.map_call_ids([self.message(message) for message in messages])
+
+    def call_id_fits(self, call_id: str) -> bool:
+        """Whether the provider takes ``call_id`` (str) as it is.
+
+        Returns:
+            bool: ``True`` when there is no ``call_id_limit`` or the id is within it.
+        """
+        return self.call_id_limit is None or len(call_id) <= self.call_id_limit
+
+    def short_call_id(self, call_id: str, salt: int = 0) -> str:
+        """The id sent for a ``call_id`` the provider refuses: its beginning, ``_``,
+        and 12 base-62 digits of the SHA-256 of the id (and of ``salt``, an int, raised
+        only when an earlier candidate was taken), ``call_id_limit`` characters at
+        most. Derived from the id alone, so it is the same in every request.
+
+        Returns:
+            str: the id to send.
+        """
+        digits = _digits(call_id, salt, 12)
+        keep = max(0, (self.call_id_limit or 40) - len(digits) - 1)
+        return f"{call_id[:keep]}_{digits}" if keep else digits[:self.call_id_limit]
+
+    def map_call_ids(self, out: list[dict]) -> list[dict]:
+        """``out`` (request message dicts, changed in place and returned) with each
+        call id that does not ``call_id_fits`` replaced on its call and on its tool
+        result by its ``short_call_id``; no new id equals another id of the request."""
+        ids = {m.get("tool_call_id") for m in out} | {
+            c.get("id") for m in out for c in m.get("tool_calls", ())}
+        mapping = self._short_ids(sorted(i for i in ids if isinstance(i, str)))
+        if not mapping:
+            return out
+        for position, data in enumerate(out):
+            if data.get("tool_call_id") in mapping:
+                out[position] = {**data, "tool_call_id": mapping[data["tool_call_id"]]}
+            elif data.get("tool_calls"):
+                out[position] = {**data, "tool_calls": [
+                    {**call, "id": mapping.get(call.get("id"), call.get("id"))}
+                    for call in data["tool_calls"]]}
+        return out
+
+    def _short_ids(self, ids: list[str]) -> dict[str, str]:
+        """New ids for those of ``ids`` the provider refuses, unique among all of
+        ``ids``: a real id that happens to equal a new one keeps it, and the new one
+        takes the next salt."""
+        taken, mapping = {i for i in ids if self.call_id_fits(i)}, {}
+        for original in ids:
+            if original in taken:
+                continue
+            salt = 0
+            new = self.short_call_id(original)
+            while new in taken:
+                salt += 1
+                new = self.short_call_id(original, salt)
+            taken.add(new)
+            mapping[original] = new
+        return mapping
 
     def message(self, message: ChatMessage) -> dict:
         """One stored message as this provider is sent it (SPEC R21).
@@ -137,6 +220,7 @@ class DeepSeek(Profile):
 
     name = "deepseek"
     hosts = ("api.deepseek.com",)
+    call_id_limit = None  # none documented
 
     def message(self, message: ChatMessage) -> dict:
         data = super().message(message)
@@ -170,6 +254,7 @@ class Gemini(Profile):
     name = "gemini"
     hosts = ("generativelanguage.googleapis.com", "aiplatform.googleapis.com")
     owns = frozenset({"extra_content"})
+    call_id_limit = None  # none documented
     PLACEHOLDER = "skip_thought_signature_validator"
 
     def message(self, message: ChatMessage) -> dict:
@@ -206,6 +291,17 @@ _MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
+def _digits(text: str, salt: int, count: int) -> str:
+    """``count`` base-62 digits of the SHA-256 of ``text`` and ``salt``."""
+    digest = hashlib.sha256(f"{text}\0{salt}".encode("utf-8", "surrogatepass")).digest()
+    # 8 bytes hold 10 digits: Mistral's 9 are what they were before OpenAI's were added
+    number, out = int.from_bytes(digest[:8 if count <= 10 else 16], "big"), ""
+    for _ in range(count):
+        number, digit = divmod(number, 62)
+        out += _ALPHABET[digit]
+    return out
+
+
 class Mistral(Profile):
     """``mistral``: Mistral's API (https://docs.mistral.ai/api/).
 
@@ -229,6 +325,7 @@ class Mistral(Profile):
     name = "mistral"
     hosts = ("api.mistral.ai",)
     send_unknown = False
+    call_id_limit = 9
     BRIDGE = "(tool results received)"
 
     def messages(self, messages: Sequence[ChatMessage]) -> list[dict]:
@@ -238,42 +335,13 @@ class Mistral(Profile):
             if out and out[-1]["role"] == "tool" and data["role"] not in ("assistant", "tool"):
                 out.append({"role": "assistant", "content": self.BRIDGE})
             out.append(data)
-        ids = {m.get("tool_call_id") for m in out} | {
-            c["id"] for m in out for c in m.get("tool_calls", ())}
-        mapping = _mistral_ids(sorted(i for i in ids if i))
-        if not mapping:
-            return out
-        for position, data in enumerate(out):
-            if data.get("tool_call_id") in mapping:
-                out[position] = {**data, "tool_call_id": mapping[data["tool_call_id"]]}
-            elif data.get("tool_calls"):
-                out[position] = {**data, "tool_calls": [
-                    {**call, "id": mapping.get(call["id"], call["id"])}
-                    for call in data["tool_calls"]]}
-        return out
+        return self.map_call_ids(out)
 
+    def call_id_fits(self, call_id: str) -> bool:
+        return bool(_MISTRAL_ID.fullmatch(call_id))
 
-def _mistral_ids(ids: list[str]) -> dict[str, str]:
-    """New ids for those of ``ids`` Mistral refuses: 9 base-62 digits of the id's
-    SHA-256, unique among all of ``ids``."""
-    taken, mapping = {i for i in ids if _MISTRAL_ID.fullmatch(i)}, {}
-    for original in ids:
-        if original in taken:
-            continue
-        salt = 0
-        while True:
-            digest = hashlib.sha256(f"{original}\0{salt}".encode("utf-8", "surrogatepass"))
-            number = int.from_bytes(digest.digest()[:8], "big")
-            new = ""
-            for _ in range(9):
-                number, digit = divmod(number, 62)
-                new += _ALPHABET[digit]
-            if new not in taken:
-                break
-            salt += 1
-        taken.add(new)
-        mapping[original] = new
-    return mapping
+    def short_call_id(self, call_id: str, salt: int = 0) -> str:
+        return _digits(call_id, salt, 9)
 
 
 class Groq(Profile):
@@ -290,10 +358,94 @@ class Groq(Profile):
     hosts = ("api.groq.com",)
     owns = frozenset({"channel"})  # gpt-oss on Groq marks each delta "analysis"/"final"
     send_unknown = False
+    call_id_limit = None  # none documented
+
+
+class ReasoningDetails:
+    """Accumulates OpenRouter's streamed ``reasoning_details`` (SPEC R21), as
+    OpenRouter documents them (https://openrouter.ai/docs/use-cases/reasoning-tokens,
+    "Reasoning Details API Shape"): each delta's ``reasoning_details`` is a list of
+    detail objects (``type`` ``reasoning.text``, ``reasoning.summary`` or
+    ``reasoning.encrypted``; ``id``, ``format``, ``index``), and "the complete
+    reasoning sequence is built by concatenating all chunks in order".
+
+    A text or summary detail that continues the previous one (same ``type`` and
+    ``index``) is one block streamed in parts, as OpenRouter's own SDK joins them
+    (``@openrouter/ai-sdk-provider``, ``doStream``): its ``text`` (``summary``) is the
+    parts joined, every other key keeps its first non-empty value (the ``signature``
+    often comes with the last part). Any other detail, and every encrypted one, is a
+    block of its own, kept exactly as sent. The whole list goes back unmodified on the
+    assistant message ("Preserving Reasoning Blocks").
+    """
+
+    _JOINED = {"reasoning.text": "text", "reasoning.summary": "summary"}
+
+    def __init__(self) -> None:
+        self._details: list[dict] = []
+        self._parts: list[list[str]] = []  # per detail, the pieces of its joined key
+
+    def add(self, value) -> None:
+        """Take one delta's ``reasoning_details``.
+
+        Args:
+            value: the delta's value (list of dicts).
+
+        Raises:
+            ValueError: ``value`` is not a list of objects, or a joined key is not a
+                string; the message says what was expected.
+        """
+        if type(value) is not list or not all(type(d) is dict for d in value):
+            raise ValueError("a list of reasoning detail objects")
+        for detail in value:
+            key = self._JOINED.get(detail.get("type"))
+            piece = detail.get(key) if key else None
+            if piece is not None and type(piece) is not str:
+                raise ValueError(f"a string in each {detail.get('type')} detail's {key!r}")
+            last = self._details[-1] if self._details else None
+            if (key and last is not None and last.get("type") == detail.get("type")
+                    and last.get("index") == detail.get("index")):
+                for name, item in detail.items():
+                    if name != key and last.get(name) in (None, "") and item not in (None, ""):
+                        last[name] = item
+                if piece:
+                    self._parts[-1].append(piece)
+            else:
+                self._details.append(dict(detail))
+                self._parts.append([piece] if key and piece else [])
+
+    def value(self) -> list[dict]:
+        """The accumulated details (list of dicts; empty when none came)."""
+        out = []
+        for detail, parts in zip(self._details, self._parts):
+            key = self._JOINED.get(detail.get("type"))
+            out.append({**detail, key: "".join(parts)} if key and parts else dict(detail))
+        return out
+
+
+class OpenRouter(Profile):
+    """``openrouter``: OpenRouter (https://openrouter.ai/docs/api-reference).
+
+    Reasoning models stream ``reasoning_details`` on each delta, in parts
+    (``ReasoningDetails``); the accumulated list is kept on the message and sent back
+    unmodified on the assistant message: "Reasoning Details must be preserved when
+    using multi-turn tool calling", and for Gemini models OpenRouter refuses a tool
+    turn without them (HTTP 400 "Gemini models require OpenRouter reasoning details
+    to be preserved in each request", the Gemini thought signature being a
+    ``reasoning.encrypted`` detail) (https://openrouter.ai/docs/use-cases/reasoning-tokens,
+    "Preserving Reasoning"). The key is OpenRouter's, left out by other profiles.
+    Call ids are passed to the upstream provider as they are; OpenRouter documents
+    no limit of its own.
+    """
+
+    name = "openrouter"
+    hosts = ("openrouter.ai",)
+    owns = frozenset({"reasoning_details"})
+    call_id_limit = None
+    accumulates = {"reasoning_details": ReasoningDetails}
 
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (Profile(), DeepSeek(), Gemini(),
-                                                     Mistral(), Groq())}
+                                                     Mistral(), Groq(), OpenRouter())}
 
 
 def resolve_profile(profile: "str | Profile | None", base_url: str) -> tuple[Profile, str]:

@@ -21,7 +21,10 @@ from agentflow.testing.strict import strict_check
 from agentflow.types import ChatMessage, Finish, ToolApprovalRequest, ToolCall
 from conformance.runner import InProcess, PROFILE_CASES, case_replies, load_cases, run_all
 
-CASES = {case["profile"]: case for case in load_cases(PROFILE_CASES)}
+ALL_CASES = {case["id"]: case for case in load_cases(PROFILE_CASES)}
+CASES: dict = {}  # each profile's first case, in file-name order
+for _case in ALL_CASES.values():
+    CASES.setdefault(_case["profile"], _case)
 NAMES = list(PROFILES)
 U1 = "My disk is full. Please free some space."
 U2 = "Then empty the trash too."
@@ -56,9 +59,9 @@ def drive(case: dict, profile: str | None = None):
     return server, end["error"]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_the_second_request_is_what_the_provider_requires_byte_for_byte(name):
-    case = CASES[name]
+@pytest.mark.parametrize("case_id", ALL_CASES)
+def test_the_second_request_is_what_the_provider_requires_byte_for_byte(case_id):
+    case = ALL_CASES[case_id]
     server, error = drive(case)
     assert (error, server.mismatches) == (None, [])  # the strict provider took both
     assert len(server.requests) == 2
@@ -115,7 +118,7 @@ def test_reasoning_is_stored_but_not_sent_back(name):
 
 
 def test_the_profile_cases_pass_the_conformance_runner():
-    outcomes = run_all(InProcess, list(CASES.values()))
+    outcomes = run_all(InProcess, list(ALL_CASES.values()))
     assert {o.case_id: o.detail for o in outcomes if not o.passed} == {}
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..assembler import ChunkAssembler, stream_updates
+from ..assembler import ID_LIMIT, ChunkAssembler, stream_updates
 from ..errors import ProviderError
 from ..profiles import resolve_profile
 from ..types import Finish
@@ -32,7 +32,8 @@ def inspect_stream(data: bytes, out=None, profile: str | None = None,
     chosen, note = resolve_profile(profile, base_url or "")
     if profile is None and not base_url:
         note = "profile openai, the default (give --profile or --base-url)"
-    assembler = ChunkAssembler()
+    assembler = ChunkAssembler(accumulate=chosen.accumulates,
+                               id_limit=chosen.call_id_limit or ID_LIMIT)
     error, message = None, None
     try:
         for update in stream_updates([data], assembler):

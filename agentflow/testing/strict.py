@@ -28,6 +28,7 @@ _MISTRAL_KEYS = {"system": {"role", "content"}, "user": {"role", "content"},
                  "assistant": {"role", "content", "tool_calls", "prefix"},
                  "tool": {"role", "content", "tool_call_id", "name"}}
 _CALL_KEYS = {"id", "type", "function", "index"}
+_OPENAI_ID_LIMIT = 40  # OpenAI's answer to a longer id: "string too long" (profiles.Profile)
 # Google's documented placeholders for calls that did not come from Gemini
 _PLACEHOLDERS = {Gemini.PLACEHOLDER, "context_engineering_is_the_way_to_go"}
 
@@ -48,16 +49,16 @@ def strict_check(profile: str, replies=()) -> Callable[[int, RecordedRequest], R
     """
     if profile == "gemini":
         issued = set()
-        for reply in replies:
-            body = reply.body if isinstance(reply, Reply) else reply
-            text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        for text in _bodies(replies):
             issued.update(re.findall(r'"thought_signature"\s*:\s*"([^"]*)"', text))
         rule = _gemini(issued | _PLACEHOLDERS)
+    elif profile == "openrouter":
+        rule = _openrouter(_gemini_details(replies))
     elif profile in _RULES:
         rule = _RULES[profile]
     else:
         raise ValueError(f"no strict rule for profile {profile!r}; rules exist for "
-                         f"{', '.join(['gemini', *_RULES])}")
+                         f"{', '.join(['gemini', 'openrouter', *_RULES])}")
 
     def check(number: int, request: RecordedRequest) -> Reply | None:
         body = request.json
@@ -65,8 +66,43 @@ def strict_check(profile: str, replies=()) -> Callable[[int, RecordedRequest], R
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             return _error(400, {"error": {"message": "messages must be a list of objects",
                                           "type": "invalid_request_error"}})
+        if profile == "openrouter":
+            return rule(messages, body.get("model"))
         return rule(messages)
     return check
+
+
+def _bodies(replies) -> list[str]:
+    """The text of each reply's body."""
+    out = []
+    for reply in replies:
+        body = reply.body if isinstance(reply, Reply) else reply
+        out.append(body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+    return out
+
+
+def _gemini_details(replies) -> dict[str, dict]:
+    """The Gemini thought signatures the replies carry as OpenRouter sends them: each
+    ``reasoning.encrypted`` detail of format ``google-gemini-v1``, by its ``id`` (the id
+    of the tool call it signs)."""
+    found: dict[str, dict] = {}
+    for text in _bodies(replies):
+        whole = text.lstrip().startswith("{")  # a JSON body, else an event stream
+        for line in [text] if whole else text.splitlines():
+            data = line if whole else line[5:].strip() if line.startswith("data:") else ""
+            try:
+                chunk = json.loads(data) if data.lstrip().startswith("{") else None
+            except ValueError:
+                continue
+            for choice in (chunk or {}).get("choices") or []:
+                delta = (choice.get("delta") or choice.get("message") or {}) if isinstance(
+                    choice, dict) else {}
+                for detail in delta.get("reasoning_details") or []:
+                    if (isinstance(detail, dict) and detail.get("type") == "reasoning.encrypted"
+                            and detail.get("format") == "google-gemini-v1"
+                            and isinstance(detail.get("id"), str)):
+                        found[detail["id"]] = detail
+    return found
 
 
 def _error(status: int, body: dict) -> Reply:
@@ -121,6 +157,16 @@ def _openai(messages: list[dict]) -> Reply | None:
         if message.get("content") is None and not message.get("tool_calls"):
             return refuse(f"Invalid value for 'messages[{index}].content': expected a "
                           "string, got null.", f"messages[{index}].content", "invalid_value")
+        ids = [(f"messages[{index}].tool_calls[{number}].id", call.get("id"))
+               for number, call in enumerate(message.get("tool_calls") or [])]
+        if "tool_call_id" in message:
+            ids.append((f"messages[{index}].tool_call_id", message["tool_call_id"]))
+        for param, call_id in ids:
+            if isinstance(call_id, str) and len(call_id) > _OPENAI_ID_LIMIT:
+                return refuse(f"Invalid '{param}': string too long. Expected a string with "
+                              f"maximum length {_OPENAI_ID_LIMIT}, but got a string with "
+                              f"length {len(call_id)} instead.", param,
+                              "string_above_max_length")
     problem = _unpaired(messages)
     return refuse(problem, "messages", "invalid_value") if problem else None
 
@@ -216,6 +262,54 @@ def _groq(messages: list[dict]) -> Reply | None:
     return refuse(problem) if problem else None
 
 
-# Gemini's rule is made per server, from the signatures it issues (strict_check).
+def _openrouter(signed: dict[str, dict]) -> Callable[[list[dict], object], Reply | None]:
+    """OpenRouter's answer when a Gemini tool-call step of the current turn comes back
+    without the ``reasoning_details`` that carry its thought signature
+    (https://openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving Reasoning"):
+    a step is Gemini's when the request's model is a Gemini model or a call of it is
+    one this server signed (``signed``: the details it issued, by call id); the
+    signature must come back unmodified."""
+    def refuse(upstream: str) -> Reply:
+        raw = ("Gemini models require OpenRouter reasoning details to be preserved in each "
+               "request. Please refer to our docs: https://openrouter.ai/docs/guides/"
+               "best-practices/reasoning-tokens#preserving-reasoning-blocks. Upstream error: "
+               + json.dumps({"error": {"code": 400, "message": upstream,
+                                       "status": "INVALID_ARGUMENT"}}, indent=2))
+        return _error(400, {"error": {"message": "Provider returned error", "code": 400,
+                                      "metadata": {"raw": raw,
+                                                   "provider_name": "Google AI Studio"}}})
+
+    def rule(messages: list[dict], model) -> Reply | None:
+        gemini_model = isinstance(model, str) and "gemini" in model.lower()
+        start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        for index, message in enumerate(messages):
+            calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+            if index <= start or not calls:
+                continue
+            ours = [signed[c.get("id")] for c in calls if c.get("id") in signed]
+            if not (gemini_model or ours):
+                continue
+            details = message.get("reasoning_details")
+            details = details if isinstance(details, list) else []
+            name = (calls[0].get("function") or {}).get("name")
+            sent = [d for d in details if isinstance(d, dict)
+                    and d.get("type") == "reasoning.encrypted"]
+            if not sent or any(detail not in details for detail in ours):
+                return refuse(
+                    "Function call is missing a thought_signature in functionCall parts. "
+                    "This is required for tools to work correctly, and missing "
+                    "thought_signature may lead to degraded model performance. Additional "
+                    f"data, function call `default_api:{name}` , position {index}. Please "
+                    "refer to https://ai.google.dev/gemini-api/docs/thought-signatures for "
+                    "more details.")
+        problem = _unpaired(messages)
+        if problem:
+            return _error(400, {"error": {"message": problem, "code": 400}})
+        return None
+    return rule
+
+
+# Gemini's and OpenRouter's rules are made per server, from the signatures it issues
+# (strict_check).
 _RULES: dict[str, Callable[[list[dict]], Reply | None]] = {
     "openai": _openai, "deepseek": _deepseek, "mistral": _mistral, "groq": _groq}
