@@ -610,12 +610,21 @@ def error_from_body(body, fallback: str, status: int | None = None) -> ProviderE
 
     Returns:
         ProviderError: with ``message``, ``status`` and ``code`` (``error.code``, else
-        ``error.type``, else ``None``). It is returned, not raised.
+        ``error.type``, else ``None``). It is returned, not raised. A router's
+        ``error.metadata.raw`` (OpenRouter's error from the upstream provider, whose
+        own ``message`` is only "Provider returned error") follows the message, with
+        ``metadata.provider_name``, cut to 2000 characters.
     """
     error = (body.get("error") or body) if isinstance(body, dict) else body
     if isinstance(error, dict):
         message = error.get("message") or error.get("msg") or fallback
         code = error.get("code") or error.get("type")
+        metadata = error.get("metadata")
+        raw = metadata.get("raw") if isinstance(metadata, dict) else None
+        if isinstance(raw, str) and raw:
+            who = metadata.get("provider_name")
+            who = f"{who}: " if isinstance(who, str) and who else ""
+            message = f"{message} ({who}{raw[:2000]})"
     else:
         message, code = (str(error) if error else fallback), None
     return ProviderError(str(message), status=status, code=code)

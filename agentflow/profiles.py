@@ -114,7 +114,10 @@ class Profile:
         return self.map_call_ids([self.message(message) for message in messages])
 
     def call_id_fits(self, call_id: str) -> bool:
-        """Whether the provider takes ``call_id`` (str) as it is.
+        """Whether the provider takes a call id as it is (SPEC R21).
+
+        Args:
+            call_id: a tool call id (str), as stored.
 
         Returns:
             bool: ``True`` when there is no ``call_id_limit`` or the id is within it.
@@ -122,10 +125,15 @@ class Profile:
         return self.call_id_limit is None or len(call_id) <= self.call_id_limit
 
     def short_call_id(self, call_id: str, salt: int = 0) -> str:
-        """The id sent for a ``call_id`` the provider refuses: its beginning, ``_``,
-        and 12 base-62 digits of the SHA-256 of the id (and of ``salt``, an int, raised
-        only when an earlier candidate was taken), ``call_id_limit`` characters at
-        most. Derived from the id alone, so it is the same in every request.
+        """The id sent for a call id the provider refuses: its beginning, ``_``, and
+        12 base-62 digits of the SHA-256 of the id and ``salt``, ``call_id_limit``
+        characters at most. Derived from the id alone, so it is the same in every
+        request (SPEC R21).
+
+        Args:
+            call_id: the stored id (str).
+            salt: 0, raised (int) only while the candidate equals another id of the
+                request.
 
         Returns:
             str: the id to send.
@@ -135,9 +143,17 @@ class Profile:
         return f"{call_id[:keep]}_{digits}" if keep else digits[:self.call_id_limit]
 
     def map_call_ids(self, out: list[dict]) -> list[dict]:
-        """``out`` (request message dicts, changed in place and returned) with each
-        call id that does not ``call_id_fits`` replaced on its call and on its tool
-        result by its ``short_call_id``; no new id equals another id of the request."""
+        """Each call id that does not ``call_id_fits``, replaced on its call and on its
+        tool result by its ``short_call_id`` (SPEC R21).
+
+        Args:
+            out: the request's message dicts (list of dict); a changed message is
+                replaced by a new dict, in place.
+
+        Returns:
+            list[dict]: ``out``. No new id equals another id of the request: a real
+            id that equals a candidate keeps it, and the candidate takes the next salt.
+        """
         ids = {m.get("tool_call_id") for m in out} | {
             c.get("id") for m in out for c in m.get("tool_calls", ())}
         mapping = self._short_ids(sorted(i for i in ids if isinstance(i, str)))
@@ -154,8 +170,7 @@ class Profile:
 
     def _short_ids(self, ids: list[str]) -> dict[str, str]:
         """New ids for those of ``ids`` the provider refuses, unique among all of
-        ``ids``: a real id that happens to equal a new one keeps it, and the new one
-        takes the next salt."""
+        ``ids`` and each other."""
         taken, mapping = {i for i in ids if self.call_id_fits(i)}, {}
         for original in ids:
             if original in taken:

@@ -81,10 +81,14 @@ def second_request(name: str) -> str:
                            "message index 1."),
     ("gemini", "groq", "Function call is missing a thought_signature in functionCall parts."),
     ("mistral", "openai", "Unexpected role 'user' after role 'tool'"),
-    ("groq", "deepseek", "property 'reasoning_content' is unsupported")])
+    ("groq", "deepseek", "property 'reasoning_content' is unsupported"),
+    ("openrouter", "openai", "Gemini models require OpenRouter reasoning details to be "
+                             "preserved in each request."),
+    ("openai-vllm-long-call-ids", "groq", "Invalid 'messages[1].tool_calls[0].id': string "
+                                          "too long. Expected a string with maximum length 40")])
 def test_with_another_profile_the_provider_refuses_the_second_request(name, wrong, says):
     """The strict mode makes each case fail the way its provider would."""
-    server, error = drive(CASES[name], wrong)
+    server, error = drive(CASES.get(name) or ALL_CASES[name], wrong)
     assert error["kind"] == "ProviderError" and says in error["message"]
     assert len(server.mismatches) == 1 and says in server.mismatches[0]
 
@@ -405,7 +409,7 @@ def test_mistral_ids_are_nine_alphanumerics_the_same_in_every_request():
     ("https://us-central1-aiplatform.googleapis.com/v1/projects/p/locations/l/endpoints/openapi",
      "gemini"),
     ("https://api.mistral.ai/v1", "mistral"), ("https://api.groq.com/openai/v1", "groq"),
-    ("http://localhost:11434/v1", "openai")])
+    ("https://openrouter.ai/api/v1", "openrouter"), ("http://localhost:11434/v1", "openai")])
 def test_the_profile_is_guessed_from_the_base_url_and_says_so(base_url, name):
     client = OpenAIChatClient("m", base_url=base_url, api_key="")
     assert client.profile is PROFILES[name]
@@ -418,7 +422,7 @@ def test_a_profile_is_chosen_by_name_or_object_and_an_unknown_name_is_refused():
                             profile="gemini").profile is PROFILES["gemini"]
     custom = SendsEverything()
     assert resolve_profile(custom, "")[0] is custom
-    with pytest.raises(ValueError, match="choose one of openai, deepseek, gemini, mistral, groq"):
+    with pytest.raises(ValueError, match="choose one of openai, deepseek, gemini, mistral, groq, openrouter$"):
         OpenAIChatClient(api_key="", profile="anthropic")
 
 
