@@ -86,12 +86,28 @@ class _Builtin(ApprovalRequiredTool):
     (its name, docstring and signature are what the model is told), working in a
     ``Workspace``, and waiting for approval when ``when`` says so (SPEC R3, R18)."""
 
+    verb = ""  # the file tools: the word of their concern ("reads"), see observe
+
     def __init__(self, method, space: Workspace, subject: str, kind: str,
                  idempotent: bool = False, when=None):
         made = FunctionTool(method, idempotent=idempotent, subject=subject, subject_kind=kind)
         made.workspace = space.root
         super().__init__(made, when)
         self.space = space
+
+    def observe(self, arguments: dict) -> None:
+        """The gate's hook, called when it judges a call, whatever decides it (SPEC
+        R26): a file tool judges its path now, so that opening it later refuses a path
+        that leads elsewhere by then (``Workspace.open``).
+
+        Args:
+            arguments: the call's arguments (dict).
+        """
+        if self.verb and isinstance(arguments, dict):
+            self.space.concern(arguments.get("path", "."), self.verb)
+
+    def _open(self, path: str, flags: int) -> int:
+        return self.space.open(path, flags, self.verb)
 
 
 class RunCommand(_Builtin):
@@ -170,6 +186,8 @@ class ReadFile(_Builtin):
         read_cap: bytes (int) returned at most.
     """
 
+    verb = "reads"
+
     def __init__(self, space: Workspace, read_cap: int = 64_000):
         self.read_cap = read_cap
         super().__init__(self.read_file, space, "path", "path", idempotent=True,
@@ -181,7 +199,7 @@ class ReadFile(_Builtin):
         Args:
             path: the file's path.
         """
-        with open(os.path.join(self.space.root, path), "rb") as handle:
+        with os.fdopen(self._open(path, os.O_RDONLY), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             data = handle.read(self.read_cap)
         return _cap(data, self.read_cap, max(size, len(data)), "read cap")
@@ -196,6 +214,8 @@ class ListDir(_Builtin):
         list_cap: entries (int) returned at most.
     """
 
+    verb = "lists"
+
     def __init__(self, space: Workspace, list_cap: int = 500):
         self.list_cap = list_cap
         super().__init__(self.list_dir, space, "path", "path", idempotent=True,
@@ -207,9 +227,12 @@ class ListDir(_Builtin):
         Args:
             path: the folder's path.
         """
-        entries = sorted(os.scandir(os.path.join(self.space.root, path)),
-                         key=lambda e: e.name)
-        lines = [e.name + ("/" if e.is_dir() else "") for e in entries[:self.list_cap]]
+        fd = self._open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:  # an entry's is_dir() may stat it through the folder's descriptor
+            entries = sorted(os.scandir(fd), key=lambda e: e.name)
+            lines = [e.name + ("/" if e.is_dir() else "") for e in entries[:self.list_cap]]
+        finally:
+            os.close(fd)
         if len(entries) > self.list_cap:
             lines.append(f"[... {len(entries) - self.list_cap} more entries]")
         return "\n".join(lines) or "(empty)"
@@ -223,6 +246,8 @@ class WriteFile(_Builtin):
         space: the ``Workspace`` relative paths are opened from.
     """
 
+    verb = "writes"
+
     def __init__(self, space: Workspace):
         super().__init__(self.write_file, space, "path", "path",
                          when=space.predicate("writes", "write_file always asks"))
@@ -234,7 +259,8 @@ class WriteFile(_Builtin):
             path: the file's path.
             content: the whole new content.
         """
-        with open(os.path.join(self.space.root, path), "w", encoding="utf-8") as handle:
+        fd = self._open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(content)
         return f"wrote {len(content.encode('utf-8'))} bytes to {path}"
 

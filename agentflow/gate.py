@@ -134,6 +134,9 @@ def gate_verdict(tool: Tool, arguments, layers) -> GateVerdict:
     Returns:
         A ``GateVerdict``.
     """
+    observe = getattr(tool, "observe", None)
+    if observe is not None and arguments is not None:
+        observe(arguments)  # a tool that opens a path later judges it now (R26)
     decided, note = policy.decide(layers, tool, arguments)
     if decided is not None:
         why = f"policy: {decided.effect} rule {decided.rule} ({decided.layer})"

@@ -17,6 +17,16 @@ its answer is recorded with the pending approval and the audit trail, and an app
 policy (R19) can still widen it (``allow: ["read_file(/etc/hosts)"]``) or narrow it
 (``deny: ["read_file(**/*.log)"]``).
 
+The judgement is also kept (in this process) and checked again when the tool opens the
+path (SPEC R26): a path judged inside the workspace that leads elsewhere by then (a
+``git checkout`` earlier in the turn replaced it with a symlink, another process flipped
+a link) is refused, not opened. A path is opened the way it was judged: every folder on
+the way with ``O_NOFOLLOW``, so no symlink is followed that the check did not see, and
+the opened file is checked again (its hard links). A file with more than one hard link
+(another name of it may be a secret file) and a path whose resolution cannot be checked
+(a link loop, a name longer than the system allows) ask. A secret folder (``.ssh``)
+matches itself as well as what it holds.
+
 ``SECRET_FILES`` is data: ``(pattern, kind)`` pairs matched against the resolved path,
 ignoring case (``.ENV`` is ``.env`` on a case-insensitive disk), in the syntax of path
 rules (``/**/`` is any folder, ``*`` any name). Pass your own list to
@@ -26,8 +36,10 @@ rules (``/**/`` is any folder, ``*`` any name). Pass your own list to
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
+import stat
 
 from . import shell
 from .policy import path_matches
@@ -74,6 +86,9 @@ class Workspace:
     def __init__(self, root=None, secret_files=SECRET_FILES):
         self.root = os.path.realpath(os.fspath(root) if root is not None else os.getcwd())
         self.secret_files = tuple(secret_files)
+        # path argument -> resolved path, for each path judged no concern at the gate:
+        # what the tool may open without asking (``open``)
+        self._judged_safe: dict[str, str] = {}
 
     def resolve(self, path: str) -> str:
         """``path`` as the OS will open it: absolute, ``..`` collapsed, symlinks followed.
@@ -114,6 +129,10 @@ class Workspace:
         for pattern, kind in self.secret_files:
             if path_matches(pattern, resolved, self.root, ignore_case=True):
                 return kind
+            # a secret folder is itself secret: listing .ssh shows its key files' names
+            if pattern.endswith("/**") and path_matches(pattern[:-3], resolved, self.root,
+                                                        ignore_case=True):
+                return kind
         return None
 
     def concern(self, path, verb: str = "reads") -> str | None:
@@ -133,17 +152,77 @@ class Workspace:
         """
         if not isinstance(path, str):
             return None  # the tool refuses it (SPEC R13); nothing is opened
+        concern, resolved = self._judge(path, verb)
+        if concern is None:
+            self._judged_safe[path] = resolved
+        else:
+            self._judged_safe.pop(path, None)
+        return concern
+
+    def _judge(self, path: str, verb: str) -> tuple[str | None, str | None]:
+        """``(concern, resolved)`` for ``concern``."""
         try:
             resolved = self.resolve(path)
         except (ValueError, OSError) as exc:
-            return f"{verb} {path!r}, which cannot be resolved ({exc})"
+            return f"{verb} {path!r}, which cannot be resolved ({exc})", None
         shown = resolved if resolved == path else f"{path} (really {resolved})"
         kind = self.secret(resolved)
         if kind is not None:
-            return f"{verb} {shown}: a secret file ({kind})"
+            return f"{verb} {shown}: a secret file ({kind})", resolved
         if not self.inside(resolved):
-            return f"{verb} {shown}: outside the workspace {self.root}"
-        return None
+            return f"{verb} {shown}: outside the workspace {self.root}", resolved
+        unchecked = _unresolved_part(resolved)
+        if unchecked:
+            return (f"{verb} {path!r}, whose resolution cannot be checked ({unchecked})",
+                    resolved)
+        links = _hard_links(resolved)
+        if links > 1:
+            return (f"{verb} {shown}: a file with {links} hard links (another name of it "
+                    "may be a secret file or lie outside the workspace)", resolved)
+        return None, resolved
+
+    def open(self, path: str, flags: int, verb: str, mode: int = 0o666) -> int:
+        """Open ``path`` for a built-in tool as it was judged (SPEC R26).
+
+        A path judged no concern at the gate (``concern``, in this process) is judged
+        again now, and refused when it leads elsewhere than it did or has become a
+        concern; a path the gate asked about (a person approved it, or a policy
+        allowed it) is opened where it leads now. Either way every folder on the way
+        is opened with ``O_NOFOLLOW`` (the path was resolved just before: a symlink met
+        now was put there since) and the opened file is checked again.
+
+        Args:
+            path: the tool's ``path`` argument (str), relative to the workspace or
+                absolute.
+            flags: ``os.open`` flags for the last component (``O_NOFOLLOW`` is added).
+            verb: the word for messages (str, e.g. ``"reads"``).
+            mode: permission bits (int) for a file ``O_CREAT`` makes.
+
+        Returns:
+            int: an open file descriptor, which the caller closes.
+
+        Raises:
+            PermissionError: the path changed since it was judged, or a symlink or a
+                second hard link appeared on the way; the message says which.
+            OSError: the operating system refuses to open it.
+        """
+        judged = self._judged_safe.get(path)
+        concern, resolved = self._judge(path, verb)
+        if judged is not None and (concern is not None or resolved != judged):
+            raise PermissionError(
+                f"{path} changed after it was judged: it was {judged}, inside the "
+                f"workspace; now {concern or 'it leads to ' + str(resolved)}. Not opened; "
+                "ask again for it")
+        fd = _open_no_follow(resolved, flags, mode)
+        try:
+            info = os.fstat(fd)
+            if judged is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+                raise PermissionError(f"{path} has {info.st_nlink} hard links now; it was "
+                                      "judged with one. Not opened; ask again for it")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def predicate(self, verb: str, otherwise: bool | str = False):
         """The approval predicate of a tool whose ``path`` argument it judges (SPEC R18).
@@ -187,3 +266,67 @@ class Workspace:
                 if concern and concern not in warnings:
                     warnings.append(concern)
         return warnings
+
+
+PATH_MAX = os.pathconf("/", "PC_PATH_MAX") if hasattr(os, "pathconf") else 4096
+
+
+def _unresolved_part(resolved: str) -> str | None:
+    """Why ``resolved`` (from ``os.path.realpath``) may not be where the path leads:
+    ``realpath`` gives up silently on a link loop or a name past ``PATH_MAX`` and
+    returns the rest unresolved. ``None`` when no folder on the way is a symlink and
+    the name fits."""
+    if len(os.fsencode(resolved)) >= PATH_MAX:
+        return f"longer than PATH_MAX, {PATH_MAX} bytes"
+    parts = resolved.split("/")
+    for i in range(2, len(parts) + 1):
+        try:
+            if stat.S_ISLNK(os.lstat("/".join(parts[:i]) or "/").st_mode):
+                return f"{'/'.join(parts[:i])} is a symlink left unresolved"
+        except FileNotFoundError:
+            return None  # nothing further exists: nothing there to follow
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def _hard_links(resolved: str) -> int:
+    """The hard-link count of a regular file (1 for anything else, or a missing file)."""
+    try:
+        info = os.lstat(resolved)
+    except OSError:
+        return 1
+    return info.st_nlink if stat.S_ISREG(info.st_mode) else 1
+
+
+def _open_no_follow(resolved: str, flags: int, mode: int) -> int:
+    """Open the absolute, resolved path one component at a time, each folder with
+    ``O_NOFOLLOW | O_DIRECTORY`` and the last with ``O_NOFOLLOW``: a symlink anywhere
+    on the way fails (``ELOOP`` / ``ENOTDIR``) instead of being followed."""
+    if os.name != "posix":
+        return os.open(resolved, flags, mode)
+    parts = [p for p in resolved.split("/") if p]
+    nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | nofollow)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise PermissionError(f"{resolved}: {part} became a symlink after the "
+                                          "path was judged; not followed") from None
+                raise
+            os.close(fd)
+            fd = child
+        if not parts:
+            return os.dup(fd)
+        try:
+            return os.open(parts[-1], flags | nofollow, mode, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise PermissionError(f"{resolved} became a symlink after the path was "
+                                      "judged; not followed") from None
+            raise
+    finally:
+        os.close(fd)
