@@ -72,6 +72,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from . import shell
+from ._durable import write_atomically
 from .errors import PolicyError
 from .types import Decision
 
@@ -310,28 +311,18 @@ class ApprovalPolicy:
 
     def save(self, path) -> None:
         """Write the policy as JSON, atomically (a temporary file in the same folder,
-        then a rename), creating the folder.
+        fsync, rename, fsync of the folder), creating the folder.
 
         Args:
             path: the file (str or path-like).
 
         Raises:
-            OSError: the file could not be written.
+            OSError: the file could not be written (the old file is left as it was).
         """
-        import tempfile  # not at import time: ``import agentflow`` stays light
         path = os.fspath(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".policy-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self.to_dict(), handle, ensure_ascii=False, indent=2)
-                handle.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        write_atomically(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n",
+                         prefix=".policy-")
 
 
 def standard_layers(project_dir=".") -> list[ApprovalPolicy]:

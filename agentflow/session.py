@@ -27,22 +27,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import hmac
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Sequence
 
 from .approvals import ApprovalLedger, approval_request
-from .canonical import canonical_json
-from .errors import SessionError, SessionIntegrityError, SessionLockedError
+from ._durable import write_atomically
+from .codec import encode, parse, verify
+from .errors import SessionError, SessionLockedError  # noqa: F401 - imported from here too
 from .types import ChatMessage, MessageRole, ToolApprovalRequest, ToolCall
 
 SCHEMA_VERSION = 3
 _READABLE_VERSIONS = (1, 2, 3)  # 1: before the approval ledger; 2: before revision, running
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class PendingTurn(NamedTuple):
@@ -283,30 +280,6 @@ class AgentSession:
             yield session
 
 
-def encode(data: dict, secret: str | bytes | None = None, indent: int | None = None) -> str:
-    """JSON text of a session dict. Lone surrogates are written as ``\\uXXXX`` escapes,
-    which ``json.loads`` turns back into the same text, so a save never fails on what a
-    tool returned (SPEC R16).
-
-    Args:
-        data: the session dict (from ``AgentSession.to_dict``).
-        secret: a key (str or bytes) to add an HMAC-SHA256 ``signature``, or ``None``.
-        indent: JSON indent (int), or ``None`` for the compact form.
-
-    Returns:
-        str: the JSON text, encodable as UTF-8.
-    """
-    if secret is not None:
-        data = {**data, "signature": {"alg": "HMAC-SHA256", "value": _sign(data, secret)}}
-    text = json.dumps(data, ensure_ascii=False, indent=indent,
-                      separators=None if indent is not None else (",", ":"))
-    try:
-        text.encode("utf-8")  # the common case, and far quicker than the search below
-    except UnicodeEncodeError:
-        text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return text
-
-
 def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSession":
     """The session in JSON text from ``encode``, its signature checked.
 
@@ -322,52 +295,16 @@ def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSe
         SessionError: not a saved session (any content that is not one).
         SessionIntegrityError: the signature rules of ``AgentSession.load``.
     """
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise SessionError(f"{where} is not a saved session: {exc}") from None
+    data = parse(text, where)
     if _version_problem(data):
         raise SessionError(f"{where} is not a saved session: {_version_problem(data)}")
-    _verify(where, data, secret)
+    verify(where, data, secret)
     try:
         return AgentSession.from_dict(data)
     except SessionError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SessionError(f"{where} is not a saved session: {exc}") from None
-
-
-def write_atomically(path: str, text: str) -> None:
-    """Replace a file atomically: a temporary file in the same folder, fsync, rename,
-    fsync of the folder, so a crash leaves the old file or the new one, never half of
-    one, and the rename itself survives a power loss (SPEC R16).
-
-    Args:
-        path: the file (str); its folder must exist.
-        text: the new content (str), written as UTF-8.
-
-    Raises:
-        OSError: writing or renaming failed; the temporary file is removed.
-    """
-    import tempfile
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # not every system can open a folder
-        folder_fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(folder_fd)
-        finally:
-            os.close(folder_fd)
 
 
 def _version_problem(data) -> str | None:
@@ -485,92 +422,3 @@ def _type_name(hint) -> str:
     import typing
     names = [getattr(t, "__name__", str(t)) for t in (typing.get_args(hint) or (hint,))]
     return " or ".join("null" if n == "NoneType" else n for n in names)
-
-
-def _canonical(data: dict) -> bytes:
-    return canonical_json(data).encode("utf-8", "surrogatepass")
-
-
-def _sign(data: dict, secret: str | bytes) -> str:
-    key = secret.encode("utf-8") if isinstance(secret, str) else secret
-    return hmac.new(key, _canonical(data), hashlib.sha256).hexdigest()
-
-
-def _verify(path: str, data: dict, secret) -> None:
-    signature = data.pop("signature", None)
-    if signature is None:
-        if secret is not None:
-            raise SessionIntegrityError(f"{path} is not signed, but a secret was given; "
-                                        "refusing an unsigned session")
-        return
-    if secret is None:
-        raise SessionIntegrityError(f"{path} is signed; pass secret=... to load it")
-    value = signature.get("value") if isinstance(signature, dict) else None
-    if not isinstance(value, str) or not hmac.compare_digest(value, _sign(data, secret)):
-        raise SessionIntegrityError(
-            f"{path} was modified after it was signed (or the secret is wrong); refusing "
-            "to load it. Restore the file as saved, or start a new session.")
-
-
-class _FileLock:
-    """An exclusive, non-blocking OS lock on a file, held while the block runs.
-
-    The lock file exists only while it is held: it is removed (while still locked)
-    when the block ends, so no stray ``*.lock`` is left beside the session. A process
-    that locked a file just removed by another tries again on the new one.
-    """
-
-    def __init__(self, path: str):
-        self.path = path
-        self._fd: int | None = None
-
-    def __enter__(self) -> "_FileLock":
-        while True:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            except FileNotFoundError:
-                raise FileNotFoundError(
-                    f"cannot open the session {self.path[:-5]}: the folder "
-                    f"{os.path.dirname(os.path.abspath(self.path))} does not exist") from None
-            try:
-                _lock(fd)
-            except OSError:
-                os.close(fd)
-                raise SessionLockedError(
-                    f"{self.path[:-5]} is in use by another process (it holds "
-                    f"{self.path}); wait for that run to finish, then try again") from None
-            try:
-                current = os.stat(self.path)
-            except FileNotFoundError:
-                current = None
-            if current is not None and os.path.samestat(current, os.fstat(fd)):
-                self._fd = fd
-                return self
-            _unlock(fd)  # removed by its last holder after we opened it
-            os.close(fd)
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            with contextlib.suppress(OSError):  # Windows cannot remove an open file
-                os.unlink(self.path)
-            _unlock(self._fd)
-            os.close(self._fd)
-            self._fd = None
-
-
-try:
-    import fcntl
-
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-except ImportError:  # Windows
-    import msvcrt
-
-    def _lock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-
-    def _unlock(fd: int) -> None:
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)

@@ -2,7 +2,7 @@
 (SPEC R16, R22).
 
 A store keeps sessions by id as the JSON text ``AgentSession.to_dict()`` gives
-(``session.encode``: signed with the store's ``secret`` when it has one, lone
+(``codec.encode``: signed with the store's ``secret`` when it has one, lone
 surrogates escaped). Each write stores revision ``n + 1`` in place of revision ``n``
 and only if the store still holds ``n``: a compare-and-swap. A worker whose session is
 older than the store's gets ``SessionConflictError`` and nothing is written, so two
@@ -32,7 +32,8 @@ from typing import Any, Callable, Iterable, Iterator
 from ..approvals import approval_request
 from ..errors import (SessionConflictError, SessionError, SessionIntegrityError,
                       SessionLockedError)
-from ..session import AgentSession, decode, encode
+from ..codec import encode
+from ..session import AgentSession, decode
 
 
 @dataclass(frozen=True)

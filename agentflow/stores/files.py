@@ -30,8 +30,9 @@ import contextlib
 import os
 import re
 
+from .._durable import FileLock, write_atomically
 from ..errors import SessionIntegrityError, SessionLockedError
-from ..session import AgentSession, _FileLock, decode, write_atomically
+from ..session import AgentSession, decode
 from .base import SessionStore, check_session_id, conflict
 
 _HEAD_REVISION = re.compile(r'\A\{\s*"schema_version":\s*\d+,\s*"revision":\s*(\d+)[,}]')
@@ -144,11 +145,8 @@ def os_lease(path: str):
     Returns:
         the function that releases it, or ``None`` when another holder has it.
     """
-    try:
-        lock = _FileLock(path).__enter__()
-    except SessionLockedError:
-        return None
-    return lambda: lock.__exit__(None, None, None)
+    lock = FileLock(path)
+    return lock.release if lock.acquire() else None
 
 
 def read_file(path: str, secret) -> AgentSession:

@@ -150,138 +150,7 @@ class ReplayServer:
         Returns:
             ReplayServer: this server, so ``server = ReplayServer(...).start()`` works.
         """
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):  # keep test output clean
-                pass
-
-            def setup(self):
-                with server._lock:
-                    server.connections += 1
-                if server.keep_alive:
-                    # each event leaves at once, as the client reads it (no Nagle wait)
-                    self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if server.ssl_context is not None:
-                    self.request = server.ssl_context.wrap_socket(self.request,
-                                                                  server_side=True)
-                with server._lock:
-                    server._open.add(self.request)
-                super().setup()
-
-            def finish(self):
-                try:
-                    super().finish()
-                finally:
-                    with server._lock:
-                        server._open.discard(self.connection)
-
-            def do_POST(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                try:
-                    parsed = json.loads(body) if body else None
-                except ValueError:
-                    parsed = None
-                request = RecordedRequest("POST", self.path,
-                                          {k.lower(): v for k, v in self.headers.items()},
-                                          body, parsed)
-                with server._lock:
-                    server.requests.append(request)
-                    problem = (server._check(len(server.requests) - 1, request)
-                               if server._check else None)
-                    if isinstance(problem, Reply):
-                        server.mismatches.append(_text(problem.body))
-                        reply = problem
-                    elif problem:
-                        server.mismatches.append(problem)
-                        reply = Reply(json.dumps({"error": {
-                            "message": problem, "code": "request_mismatch"}}),
-                            status=400, content_type="application/json")
-                    else:
-                        reply = server._replies.pop(0) if server._replies else None
-                if reply is None:
-                    reply = Reply(json.dumps({"error": {
-                        "message": "replay server: no reply queued for this request",
-                        "code": "replay_exhausted"}}), status=500,
-                        content_type="application/json")
-                self._send(reply)
-
-            def _send(self, reply: Reply):
-                if reply.drop:
-                    self.close_connection = True
-                    return
-                if reply.raw is not None:
-                    self._write([reply.raw], reply)
-                    return
-                if server.keep_alive:
-                    self._send_kept_alive(reply)
-                    return
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                # No Content-Length: the body ends when the connection closes, as a
-                # streaming provider's does.
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self._write(reply.chunks if reply.chunks is not None else [reply.body], reply)
-
-            def _write(self, pieces, reply: Reply):
-                try:
-                    for piece in pieces:
-                        if reply.delay:
-                            time.sleep(reply.delay)
-                        self.wfile.write(_bytes(piece))
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client stopped reading, as it may
-                self.close_connection = True
-                if reply.reset:
-                    self._reset()
-
-            def _reset(self):
-                # SO_LINGER with a zero timeout makes close() send RST, not FIN
-                self.close_connection = True
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                           struct.pack("ii", 1, 0))
-                self.connection.close()
-
-            def _send_kept_alive(self, reply: Reply):
-                chunked = server.keep_alive == "chunked"
-                pieces = (reply.chunks if reply.chunks is not None else [reply.body]) or [b""]
-                if not chunked:
-                    pieces = [b"".join(_bytes(piece) for piece in pieces)]
-                self.send_response(reply.status)
-                self.send_header("Content-Type", reply.content_type)
-                for name, value in reply.headers.items():
-                    self.send_header(name, value)
-                if chunked:
-                    self.send_header("Transfer-Encoding", "chunked")
-                else:
-                    self.send_header("Content-Length", str(len(pieces[0])))
-                self.end_headers()
-                try:
-                    for number, piece in enumerate(pieces, 1):
-                        if reply.delay:
-                            time.sleep(reply.delay)
-                        data = _bytes(piece() if callable(piece) else piece)
-                        if chunked and data:  # an empty chunk would end the body
-                            data = b"%x\r\n%s\r\n" % (len(data), data)
-                        if chunked and number == len(pieces):
-                            data += b"0\r\n\r\n"  # the terminator, with the last chunk
-                        self.wfile.write(data)
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    self.close_connection = True  # the client stopped reading, as it may
-                if reply.headers.get("Connection", "").lower() == "close":
-                    self.close_connection = True
-                if reply.reset:
-                    self._reset()
-
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.replay = self
         self._server.daemon_threads = True
         self._wake, self._waker = socket.socketpair()
@@ -289,6 +158,26 @@ class ReplayServer:
                                         daemon=True)
         self._thread.start()
         return self
+
+    def _answer(self, request: RecordedRequest) -> Reply:
+        """Record ``request`` and pick its reply: the check's answer, else the next
+        queued reply, else HTTP 500 saying the queue is empty."""
+        with self._lock:
+            self.requests.append(request)
+            problem = self._check(len(self.requests) - 1, request) if self._check else None
+            if isinstance(problem, Reply):
+                self.mismatches.append(_text(problem.body))
+                return problem
+            if problem:
+                self.mismatches.append(problem)
+                return Reply(json.dumps({"error": {
+                    "message": problem, "code": "request_mismatch"}}),
+                    status=400, content_type="application/json")
+            if self._replies:
+                return self._replies.pop(0)
+        return Reply(json.dumps({"error": {
+            "message": "replay server: no reply queued for this request",
+            "code": "replay_exhausted"}}), status=500, content_type="application/json")
 
     def _serve(self) -> None:
         # Not serve_forever(): it notices shutdown() only at its next poll, so every stop
@@ -327,6 +216,119 @@ class ReplayServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection to a ``ReplayServer``: records each request and answers it with
+    the reply the server picks (``ReplayServer._answer``)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def setup(self):
+        replay = self.server.replay
+        with replay._lock:
+            replay.connections += 1
+        if replay.keep_alive:
+            # each event leaves at once, as the client reads it (no Nagle wait)
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if replay.ssl_context is not None:
+            self.request = replay.ssl_context.wrap_socket(self.request, server_side=True)
+        with replay._lock:
+            replay._open.add(self.request)
+        super().setup()
+
+    def finish(self):
+        try:
+            super().finish()
+        finally:
+            with self.server.replay._lock:
+                self.server.replay._open.discard(self.connection)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        self._send(self.server.replay._answer(RecordedRequest(
+            "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body,
+            parsed)))
+
+    def _send(self, reply: Reply):
+        if reply.drop:
+            self.close_connection = True
+            return
+        if reply.raw is not None:
+            self._write([reply.raw], reply)
+            return
+        if self.server.replay.keep_alive:
+            self._send_kept_alive(reply)
+            return
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        # No Content-Length: the body ends when the connection closes, as a
+        # streaming provider's does.
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self._write(reply.chunks if reply.chunks is not None else [reply.body], reply)
+
+    def _write(self, pieces, reply: Reply):
+        try:
+            for piece in pieces:
+                if reply.delay:
+                    time.sleep(reply.delay)
+                self.wfile.write(_bytes(piece))
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client stopped reading, as it may
+        self.close_connection = True
+        if reply.reset:
+            self._reset()
+
+    def _reset(self):
+        # SO_LINGER with a zero timeout makes close() send RST, not FIN
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                   struct.pack("ii", 1, 0))
+        self.connection.close()
+
+    def _send_kept_alive(self, reply: Reply):
+        chunked = self.server.replay.keep_alive == "chunked"
+        pieces = (reply.chunks if reply.chunks is not None else [reply.body]) or [b""]
+        if not chunked:
+            pieces = [b"".join(_bytes(piece) for piece in pieces)]
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(len(pieces[0])))
+        self.end_headers()
+        try:
+            for number, piece in enumerate(pieces, 1):
+                if reply.delay:
+                    time.sleep(reply.delay)
+                data = _bytes(piece() if callable(piece) else piece)
+                if chunked and data:  # an empty chunk would end the body
+                    data = b"%x\r\n%s\r\n" % (len(data), data)
+                if chunked and number == len(pieces):
+                    data += b"0\r\n\r\n"  # the terminator, with the last chunk
+                self.wfile.write(data)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped reading, as it may
+        if reply.headers.get("Connection", "").lower() == "close":
+            self.close_connection = True
+        if reply.reset:
+            self._reset()
 
 
 class _Server(ThreadingHTTPServer):
