@@ -23,9 +23,8 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         cannot be read.
     """
     import contextlib
-    from .chat import _start_mcp_servers
-    from ..errors import UsageError
-    from ..errors import AgentflowError
+    from .servers import start_mcp_servers
+    from ..errors import AgentflowError, UsageError
     from ..policy import Rule, PolicyError
     try:
         parsed = Rule.parse(call)
@@ -41,7 +40,7 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         return 2
     with contextlib.ExitStack() as stack:
         try:
-            servers = _start_mcp_servers(mcp_specs, stack)
+            servers = start_mcp_servers(mcp_specs, stack)
         except (UsageError, AgentflowError) as exc:
             print(f"agentflow: {exc}", file=sys.stderr)
             return 2
@@ -52,7 +51,7 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
 def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
     """The rest of ``_policy_check``, while its MCP servers run."""
     from ..builtin_tools import builtin_tools
-    from .chat import policy_layers
+    from .policies import policy_layers
     from ..errors import UsageError
     from ..gate import gate_verdict, layers_in_order
     from ..policy import PolicyError, policy_name

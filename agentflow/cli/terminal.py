@@ -1,0 +1,27 @@
+"""Reading what the person types at the terminal."""
+
+from __future__ import annotations
+
+
+class Quit(Exception):
+    """The user chose q at the approval prompt (or ended its input)."""
+
+
+def read(say, prompt: str) -> str:
+    """Read one line from the terminal.
+
+    Args:
+        say: the chat's ``Output.say``.
+        prompt: the text shown before the cursor (str).
+
+    Returns:
+        str: the line, without its newline.
+
+    Raises:
+        Quit: input ended (Ctrl-D): like q, the call stays pending.
+    """
+    try:
+        return input(prompt)
+    except EOFError:  # Ctrl-D: like q, the call stays pending
+        say()
+        raise Quit() from None
