@@ -177,7 +177,8 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
     env_editor = {"EDITOR": editor}
     chat = pty_chat("--base-url", server.base_url, "--session", str(session), "Clean",
                     cwd=tmp_path, env=child_env(**env_editor))
-    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "rm -rf build"))
+    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "rm -rf build",
+                                                                         of="1 of 2"))
     chat.send("e")
     assert chat.expect("(empty: keep): ") == ("e\n  command: rm -rf build\n"
                                               "  new command (empty: keep): ")

@@ -27,6 +27,7 @@ import re
 import sys
 import time
 
+from ..display import safe_text
 from ..errors import AgentflowError
 from ..session import AgentSession
 from ..types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
@@ -38,7 +39,7 @@ from .flags import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, EXIT_USA
 from .pause import paused
 from .policies import policy_layers
 from .prompt import ask
-from .render import Output, request_block, result_line, summary
+from .render import Output, result_line, show_request, summary
 from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
@@ -228,8 +229,8 @@ class Chat:
         if not self.interactive or self.args.json:
             return None
         responses = []
-        for request in requests:
-            self.show(request)
+        for number, request in enumerate(requests, 1):
+            self.show(request, (number, len(requests)))
             try:
                 response = ask(self, request, approver)
             except Quit:
@@ -239,14 +240,15 @@ class Chat:
         self.save()
         return responses
 
-    def show(self, request: ToolApprovalRequest) -> None:
-        """Print a call that waits (``render.request_block``).
+    def show(self, request: ToolApprovalRequest, position: tuple[int, int] = (1, 1)) -> None:
+        """Print a call that waits (``render.show_request``).
 
         Args:
             request: the ``ToolApprovalRequest``.
+            position: ``(number, count)`` among the calls that wait.
         """
-        self.say(request_block(request, self.why(request),
-                               self.preview_text(request.name, request.arguments)))
+        show_request(self.out, request, self.why(request),
+                     self.preview_text(request.name, request.arguments), position)
 
     def preview(self, name: str, arguments) -> None:
         """Show the tool's preview of a call (the command line, a diff), if it has one.
@@ -256,7 +258,9 @@ class Chat:
             arguments: the call's arguments (dict; anything else has no preview).
         """
         shown = self.preview_text(name, arguments)
-        if shown:
+        if shown and shown.startswith("--- "):
+            self.out.say_diff(shown)
+        elif shown:
             self.say(shown.rstrip("\n"))
 
     def preview_text(self, name: str, arguments) -> str | None:
@@ -285,7 +289,7 @@ class Chat:
         """
         summarize = getattr(self.tools.get(request.name), "preview_summary", None)
         if summarize is not None and isinstance(request.arguments, dict):
-            return summarize(request.arguments)
+            return summary(request, summarize(request.arguments))
         return summary(request)
 
     def why(self, request: ToolApprovalRequest) -> str | None:
@@ -410,8 +414,8 @@ def main(args) -> int:
     def fail(status: int, kind: str, message: str) -> int:
         if args.json:
             out.emit({"type": "error", "kind": kind, "message": message})
-        print(f"agentflow: {'error: ' if status == EXIT_ERROR else ''}{message}",
-              file=sys.stderr)
+        print(f"agentflow: {'error: ' if status == EXIT_ERROR else ''}"
+              f"{safe_text(message, multiline=True)}", file=sys.stderr)
         return status
 
     interactive = sys.stdin.isatty() and not args.json

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from ..display import safe_text
 from ..errors import UsageError
 
 
@@ -54,13 +55,15 @@ def mcp_summary(server) -> str:
         str: the lines, joined by newlines.
     """
     tools = server.tools
-    width = max((len(t.name) for t in tools), default=0)
-    lines = [f"MCP server {server.name} ({server.describe()}): {len(tools)} tools"]
-    lines += [f"  {t.name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
-              f"({t.approval_reason})" for t in tools]
-    subjects = [f"{t.mcp_name}({t.subject})" for t in tools if t.subject]
+    names = [safe_text(t.name) for t in tools]
+    width = max((len(name) for name in names), default=0)
+    lines = [f"MCP server {safe_text(server.name)} ({safe_text(server.describe())}): "
+             f"{len(tools)} tools"]
+    lines += [f"  {name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
+              f"({safe_text(t.approval_reason)})" for name, t in zip(names, tools)]
+    subjects = [safe_text(f"{t.mcp_name}({t.subject})") for t in tools if t.subject]
     lines.append(f"  policy rules name them {server.name}.TOOL"
                  + (f"; patterns match {', '.join(subjects)}" if subjects else "")
-                 + (f"; paths from {server.root}" if any(
+                 + (f"; paths from {safe_text(server.root)}" if any(
                      t.subject_kind == "path" for t in tools if t.subject) else ""))
     return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..display import safe_text
+
 
 class Quit(Exception):
     """The user chose q at the approval prompt (or ended its input)."""
@@ -12,7 +14,7 @@ def read(say, prompt: str) -> str:
 
     Args:
         say: the chat's ``Output.say``.
-        prompt: the text shown before the cursor (str).
+        prompt: the text shown before the cursor (str), made safe to show (SPEC R25).
 
     Returns:
         str: the line, without its newline.
@@ -21,7 +23,7 @@ def read(say, prompt: str) -> str:
         Quit: input ended (Ctrl-D): like q, the call stays pending.
     """
     try:
-        return input(prompt)
+        return input(safe_text(prompt))
     except EOFError:  # Ctrl-D: like q, the call stays pending
         say()
         raise Quit() from None
