@@ -269,9 +269,11 @@ class WriteFile(_Builtin):
         lines = diff.splitlines()[2:]
         added = sum(1 for line in lines if line.startswith("+"))
         removed = sum(1 for line in lines if line.startswith("-"))
+        if new is None:  # too large to compare: what it held is replaced, unseen
+            return f"{arguments['path']} (too large to compare): +{added} lines, all replaced"
         return f"{arguments['path']}{' (new file)' if new else ''}: +{added} -{removed} lines"
 
-    def _diff(self, arguments: dict) -> tuple[str, bool]:
+    def _diff(self, arguments: dict) -> tuple[str, bool | None]:
         path, new = arguments["path"], arguments["content"]
         try:
             old, size = preview_prefix(os.path.join(self.space.root, path))
@@ -283,7 +285,8 @@ class WriteFile(_Builtin):
                 old, label = "", f"{path} ({size} bytes now, too large to compare: all replaced)"
         diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                     fromfile=label, tofile=path)
-        return "".join(diff) or f"(no change to {path})", label == "(new file)"
+        new_file = None if label.endswith("all replaced)") else label == "(new file)"
+        return "".join(diff) or f"(no change to {path})", new_file
 
 
 _NO_PREVIEW = (KeyError, TypeError, OSError)  # arguments a preview cannot read

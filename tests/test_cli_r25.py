@@ -157,3 +157,39 @@ def pasted(line: str, folder) -> list[str]:
     subprocess.run(["sh", "-c", line], cwd=folder, env=env, check=True, timeout=60)
     assert not (folder / "PWNED").exists()
     return json.loads((folder / "argv.json").read_text())
+
+
+# -- previews read a bounded prefix of regular files only -----------------------------------
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_r25_a_write_to_a_device_or_fifo_is_listed_and_rejected(server, tmp_path, target):
+    """The issue's ``write_file(path="/dev/zero")`` died with MemoryError in the pause
+    listing and even at ``--respond call_1=no``; a FIFO would block the preview forever.
+    Neither is read: the listing says so, and the rejection goes through."""
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    server.queue(calls_reply(("call_1", "write_file", {"path": target, "content": "x\n"})))
+    server.queue(chat_stream("Left alone."))
+    done = run_chat("--base-url", server.base_url, "--session", "s.json", "Go", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    path = target if target.startswith("/") else str(tmp_path / target)
+    assert (f"  call_1  write_file  (no preview: {path} is not a regular file, so it is "
+            "not read)\n") in done.stdout
+    rejected = run_chat("--session", "s.json", "--respond", "call_1=no", cwd=tmp_path,
+                        env=child_env(OPENAI_BASE_URL=server.base_url))
+    assert (rejected.returncode, rejected.stderr) == (0, "")
+    assert rejected.stdout.endswith("assistant> Left alone.\n")
+
+
+def test_r25_a_preview_of_a_large_file_reads_a_prefix_and_says_it_replaces_it(tmp_path):
+    from agentflow.builtin_tools import PREVIEW_CAP, builtin_tools
+    big = tmp_path / "big.txt"
+    big.write_text("line\n" * (PREVIEW_CAP // 5 + 10))
+    [write] = builtin_tools(["write_file"], workspace=str(tmp_path))
+    diff = write.preview({"path": "big.txt", "content": "new\n"})
+    size = big.stat().st_size
+    assert diff.splitlines()[:4] == [
+        f"--- big.txt ({size} bytes now, too large to compare: all replaced)",
+        "+++ big.txt", "@@ -0,0 +1 @@", "+new"]
+    assert write.preview_summary({"path": "big.txt", "content": "new\n"}) == \
+        "big.txt (too large to compare): +1 lines, all replaced"
