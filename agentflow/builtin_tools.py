@@ -169,7 +169,7 @@ class RunCommand(_Builtin):
         Returns:
             str: the preview's lines (the command line, its warnings) joined by `` ⏎ ``.
         """
-        return " ⏎ ".join(self.preview(arguments).splitlines())
+        return " ⏎ ".join(self.preview(arguments).split("\n"))
 
     def _preview(self, arguments: dict) -> str:
         warnings = self.space.command_warnings(arguments["command"])
@@ -295,23 +295,58 @@ class WriteFile(_Builtin):
         lines = diff.splitlines()[2:]
         added = sum(1 for line in lines if line.startswith("+"))
         removed = sum(1 for line in lines if line.startswith("-"))
+        if new is None:  # too large to compare: what it held is replaced, unseen
+            return f"{arguments['path']} (too large to compare): +{added} lines, all replaced"
         return f"{arguments['path']}{' (new file)' if new else ''}: +{added} -{removed} lines"
 
-    def _diff(self, arguments: dict) -> tuple[str, bool]:
+    def _diff(self, arguments: dict) -> tuple[str, bool | None]:
         path, new = arguments["path"], arguments["content"]
         try:
-            with open(os.path.join(self.space.root, path), encoding="utf-8") as handle:
-                old = handle.read()
+            old, size = preview_prefix(os.path.join(self.space.root, path))
         except FileNotFoundError:
             old, label = "", "(new file)"
         else:
             label = path
+            if size > PREVIEW_CAP:  # a diff against a prefix would show a false removal
+                old, label = "", f"{path} ({size} bytes now, too large to compare: all replaced)"
         diff = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
                                     fromfile=label, tofile=path)
-        return "".join(diff) or f"(no change to {path})", label != path
+        new_file = None if label.endswith("all replaced)") else label == "(new file)"
+        return "".join(diff) or f"(no change to {path})", new_file
 
 
 _NO_PREVIEW = (KeyError, TypeError, OSError)  # arguments a preview cannot read
+PREVIEW_CAP = 64_000  # bytes of a file a preview reads at most (SPEC R25)
+
+
+def preview_prefix(path: str) -> tuple[str, int]:
+    """At most ``PREVIEW_CAP`` bytes of a regular file, for a preview (SPEC R25): it is
+    opened without blocking, and anything but a regular file (a FIFO, a device such as
+    ``/dev/zero``, a folder) is not read, so a preview always ends and a rejection is
+    always possible.
+
+    Args:
+        path: the file's path (str).
+
+    Returns:
+        tuple: ``(text, size)``: the prefix decoded as UTF-8 (bytes that are not UTF-8
+        replaced, str) and the file's size in bytes (int).
+
+    Raises:
+        FileNotFoundError: there is no such file.
+        OSError: it cannot be opened, or is not a regular file (``strerror`` says so).
+    """
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file, so it is not read")
+        data = os.read(fd, PREVIEW_CAP)
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "replace"), info.st_size
 
 
 def _no_preview(exc: Exception) -> str:

@@ -191,10 +191,12 @@ def audit_summary(session_json: dict) -> list[tuple]:
             for r in session_json["approvals"]["audit"]]
 
 
-def run_command_block(call_id: str, command: str, why: str | None = None) -> str:
+def run_command_block(call_id: str, command: str, why: str | None = None,
+                      of: str = "") -> str:
     """What the approval prompt shows for ``run_command(command)``; ``why`` when the
-    gate recorded more than "run_command always asks"."""
-    return (f"── approval needed ── {call_id}\n"
+    gate recorded more than "run_command always asks"; ``of`` (``"1 of 2"``) when the
+    turn has several calls waiting (issue 24)."""
+    return (f"── approval needed ── {call_id}{f' (call {of})' if of else ''}\n"
             "tool:        run_command\n"
             f"description: {RUN_COMMAND_DESCRIPTION}\n"
             + (f"why:         {why}\n" if why else "") +

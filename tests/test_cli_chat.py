@@ -250,7 +250,7 @@ def test_write_file_prompt_shows_the_unified_diff(server, tmp_path):
                                        "arguments:\n"
                                        "  {\n"
                                        "    \"path\": \"notes.txt\",\n"
-                                       "    \"content\": \"one\\n2\\nthree\\n\"\n"
+                                       "    \"content\": <3 lines, 12 bytes: see below>\n"
                                        "  }\n"
                                        "--- notes.txt\n"
                                        "+++ notes.txt\n"

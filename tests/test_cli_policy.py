@@ -177,7 +177,8 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
     env_editor = {"EDITOR": editor}
     chat = pty_chat("--base-url", server.base_url, "--session", str(session), "Clean",
                     cwd=tmp_path, env=child_env(**env_editor))
-    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "rm -rf build"))
+    assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "rm -rf build",
+                                                                         of="1 of 2"))
     chat.send("e")
     assert chat.expect("(empty: keep): ") == ("e\n  command: rm -rf build\n"
                                               "  new command (empty: keep): ")
@@ -253,15 +254,11 @@ def test_ctrl_c_while_the_editor_runs_is_the_editor_s(server, tmp_path):
 
 def test_an_editor_that_cannot_start_is_said_and_the_prompt_asks_again(tmp_path,
                                                                        monkeypatch, capsys):
-    from agentflow.cli.chat import Chat, add_arguments
-    from agentflow.session import AgentSession
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
+    from agentflow.cli.editor import edit_in_editor
+    from agentflow.cli.render import Output
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     monkeypatch.setenv("VISUAL", "no-such-editor-for-agentflow --wait")
-    chat = Chat(parser.parse_args(["--base-url", "http://127.0.0.1:9/v1"]), AgentSession())
-    assert chat.edit_in_editor({"path": "n.txt", "content": "model\n"}) is None
+    assert edit_in_editor({"path": "n.txt", "content": "model\n"}, Output(False).say) is None
     assert capsys.readouterr().out == (
         "  cannot start the editor 'no-such-editor-for-agentflow --wait' (No such file or "
         "directory): set VISUAL or EDITOR to one that works, or answer y or n\n")

@@ -17,7 +17,7 @@ import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalPolicy, ApprovalRequiredTool,
                        ChatClientAgent, FinishReason, OpenAIChatClient, ToolApprovalRequest)
-from agentflow.cli.chat import mcp_summary
+from agentflow.cli.servers import mcp_summary
 from agentflow.errors import PolicyError
 from agentflow.policy import decide, exact_rules, policy_name
 from agentflow.testing.replay import ReplayServer, chat_stream

@@ -8,6 +8,7 @@ import json
 import sys
 
 from ..assembler import ID_LIMIT, ChunkAssembler, stream_updates
+from ..display import safe_text
 from ..errors import ProviderError
 from ..profiles import resolve_profile
 from ..types import Finish
@@ -41,7 +42,8 @@ def inspect_stream(data: bytes, out=None, profile: str | None = None,
                 message = update.message
     except ProviderError as exc:
         error = exc
-    write = lambda line="": out.write(line + "\n")  # noqa: E731
+    # The stream is untrusted: what it says is shown escaped (SPEC R25).
+    write = lambda line="": out.write(safe_text(line, multiline=True) + "\n")  # noqa: E731
     text, reasoning = assembler.text, assembler.reasoning
     write(f"text ({len(text)} characters):")
     write("  " + (text.replace("\n", "\n  ") if text else "(none)"))
@@ -51,7 +53,7 @@ def inspect_stream(data: bytes, out=None, profile: str | None = None,
     calls = assembler.tool_calls
     write(f"tool calls ({len(calls)}):")
     for call in calls:
-        write(f"  {call.id or '(no id)'}  {call.name or '(no name)'}  {call.arguments}")
+        write(safe_text(f"  {call.id or '(no id)'}  {call.name or '(no name)'}  {call.arguments}"))
     reason = assembler.finish_reason.value if assembler.finish_reason else "(none)"
     write(f"finish_reason: {reason}")
     usage = assembler.usage

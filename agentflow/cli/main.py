@@ -13,6 +13,8 @@ import argparse
 import os
 import sys
 
+from ..display import safe_text
+
 
 def main(argv=None) -> int:
     """The ``agentflow`` command line.
@@ -93,12 +95,13 @@ def _dispatch(args) -> int:
                 with open(args.file, "rb") as handle:
                     data = handle.read()
             except OSError as exc:
-                print(f"agentflow: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+                print(f"agentflow: cannot read {safe_text(args.file)}: {exc.strerror}",
+                      file=sys.stderr)
                 return 2
         try:
             return inspect_stream(data, profile=args.profile, base_url=args.base_url)
         except ValueError as exc:
-            print(f"agentflow: {exc}", file=sys.stderr)
+            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
             return 2
     if args.command == "pending":
         from ..errors import AgentflowError
@@ -106,7 +109,7 @@ def _dispatch(args) -> int:
         try:
             return pending_command(args.store, args.json)
         except (AgentflowError, ValueError, OSError, ImportError) as exc:
-            print(f"agentflow: {exc}", file=sys.stderr)
+            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
             return 1
     if args.command == "policy":
         from .policy_check import policy_check

@@ -1,14 +1,17 @@
 """``agentflow pending --store URL``: the approval inbox of a session store, as a table
-or JSON lines (SPEC R22)."""
+or JSON lines (SPEC R22). Ids, tools and arguments come from models: the table shows
+them safe (SPEC R25), and the command it suggests is shell-quoted and holds no
+password."""
 
 from __future__ import annotations
 
 import json
 import sys
-from urllib.parse import urlsplit
 
+from ..display import safe_text
 from ..stores import open_store
-
+from .paste import PASSWORD_NOTE, command, without_password
+from .respond import answer_key
 
 def pending_command(url: str, as_json: bool = False, out=None) -> int:
     """``agentflow pending --store URL``: print the approval inbox, oldest first
@@ -38,26 +41,30 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
     if not entries:
         out.write("nothing waits for approval\n")
         return 0
-    out.write(f"{'AGE':>8}  {'SESSION':<20} {'CALL':<16} {'TOOL':<14} ARGUMENTS\n")
+    rows = [("AGE", "SESSION", "CALL", "TOOL", "ARGUMENTS")]
     for e in entries:
         arguments = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None \
             else "(not valid JSON)"
+        arguments = safe_text(arguments)
         if len(arguments) > 60:
             arguments = arguments[:59] + "…"
-        out.write(f"{_age(e.age):>8}  {e.session_id:<20} {e.call_id:<16} {e.tool:<14} "
-                  f"{arguments}\n")
+        rows.append((_age(e.age), safe_text(e.session_id), safe_text(e.call_id),
+                     safe_text(e.tool), arguments))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        out.write(f"{row[0]:>{widths[0]}}  " + "  ".join(
+            f"{cell:<{width}}" for cell, width in zip(row[1:4], widths[1:])) + f"  {row[4]}\n")
     first = entries[0]
-    out.write(f"\nanswer with: agentflow chat --store {_without_password(url)} --session "
-              f"{first.session_id} "
-              f"--respond {first.call_id}=yes (or =no:REASON)\n")
+    store_url, had_password = without_password(url)
+    position = [e.call_id for e in entries if e.session_id == first.session_id].index(
+        first.call_id) + 1
+    key = answer_key(first.call_id, position)
+    out.write("\nanswer with: " + command("agentflow", "chat", "--store", store_url,
+                                          "--session", first.session_id, "--respond",
+                                          f"{key}=yes") + " (or =no:REASON)\n")
+    if had_password:
+        out.write(PASSWORD_NOTE + "\n")
     return 0
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")).geturl()
 
 
 def _age(seconds: float) -> str:

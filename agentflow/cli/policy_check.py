@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from ..display import safe_text
+
 
 def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
     """``agentflow policy check 'run_command(rm -rf /)'``: the decision agentflow chat's
@@ -23,14 +25,13 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         cannot be read.
     """
     import contextlib
-    from .chat import _start_mcp_servers
-    from ..errors import UsageError
-    from ..errors import AgentflowError
+    from .servers import start_mcp_servers
+    from ..errors import AgentflowError, UsageError
     from ..policy import Rule, PolicyError
     try:
         parsed = Rule.parse(call)
     except PolicyError as exc:
-        print(f"agentflow: {exc}", file=sys.stderr)
+        print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
         return 2
     server = parsed.tool.partition(".")[0]
     if "." in parsed.tool and not mcp_specs:
@@ -41,9 +42,9 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         return 2
     with contextlib.ExitStack() as stack:
         try:
-            servers = _start_mcp_servers(mcp_specs, stack)
+            servers = start_mcp_servers(mcp_specs, stack)
         except (UsageError, AgentflowError) as exc:
-            print(f"agentflow: {exc}", file=sys.stderr)
+            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
             return 2
         return _decision(call, parsed, policy_file,
                                 [t for s in servers for t in s.tools])
@@ -52,7 +53,7 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
 def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
     """The rest of ``_policy_check``, while its MCP servers run."""
     from ..builtin_tools import builtin_tools
-    from .chat import policy_layers
+    from .policies import policy_layers
     from ..errors import UsageError
     from ..gate import gate_verdict, layers_in_order
     from ..policy import PolicyError, policy_name
@@ -61,28 +62,29 @@ def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> in
     try:
         run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()})
     except (PolicyError, UsageError) as exc:
-        print(f"agentflow: {exc}", file=sys.stderr)
+        print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
         return 2
     tool = tools.get(parsed.tool)
     if tool is None or (parsed.pattern is not None and tool.subject is None):
         why = ("" if tool is None else f"{parsed.tool} has no subject argument for a "
                "pattern (write it without one); ")
         print(f"agentflow: policy check: {why}write a tool and its subject, e.g. "
-              f"'run_command(git status)' (tools: {', '.join(tools)})", file=sys.stderr)
+              f"'run_command(git status)' (tools: {safe_text(', '.join(tools))})",
+              file=sys.stderr)
         return 2
     arguments = {} if parsed.pattern is None else {tool.subject: parsed.pattern}
     all_layers = layers_in_order(run, None, layers, 0)
     verdict = gate_verdict(tool, arguments, all_layers)
     word = {Decision.ALLOW: "runs without asking", Decision.ASK: "asks",
             Decision.DENY: "denied"}[verdict.action]
-    print(f"{call}: {word}")
+    print(f"{safe_text(call)}: {word}")
     if verdict.rule is not None:
         sources = {layer.name: layer.source for layer in all_layers}
-        print(f"  rule:  {verdict.rule}")
-        print("  layer: " + "; ".join(f"{name} ({sources[name]})" if sources.get(name)
-                                      else name for name in verdict.layer.split("; ")))
+        print(f"  rule:  {safe_text(str(verdict.rule))}")
+        print("  layer: " + safe_text("; ".join(f"{name} ({sources[name]})" if sources.get(name)
+                                                else name for name in verdict.layer.split("; "))))
     else:
-        print(f"  no rule decides: {verdict.why or 'the tool needs no approval'}")
+        print(f"  no rule decides: {safe_text(verdict.why or 'the tool needs no approval')}")
     print(f"  layers checked: {', '.join(l.name for l in all_layers) or 'none'} "
           "(session grants apply in a chat)")
     return 0

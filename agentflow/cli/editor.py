@@ -1,0 +1,116 @@
+"""[e] at the approval prompt: edit a call's arguments, check the edit, show the diff,
+and approve the edited call (SPEC R20)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+from ..types import ToolApprovalResponse
+from .terminal import read
+
+
+def edit(chat, request, approver) -> ToolApprovalResponse | None:
+    """[e]: edit a call's arguments, show the diff, and approve the edited call
+    (SPEC R20). A lone one-line subject is typed at the prompt; anything else
+    opens the editor.
+
+    Args:
+        chat: the ``Chat``.
+        request: the ``ToolApprovalRequest``.
+        approver: the user's name (str or ``None``).
+
+    Returns:
+        ToolApprovalResponse | None: the approval with the edited arguments;
+        ``None`` when the arguments cannot be edited, the edit does not fit the
+        tool's schema, a policy denies it, or the user went back.
+
+    Raises:
+        Quit: input ended.
+    """
+    import difflib
+    from ..gate import edit_refusal
+    tool = chat.tools.get(request.name)
+    if tool is None or not isinstance(request.arguments, dict):
+        chat.say("  these arguments cannot be edited (not a JSON object)")
+        return None
+    subject = tool.subject
+    value = request.arguments.get(subject) if subject else None
+    if isinstance(value, str) and "\n" not in value and len(request.arguments) == 1:
+        chat.say(f"  {subject}: {value}")
+        typed = read(chat.say, f"  new {subject} (empty: keep): ")
+        edited = {subject: typed} if typed.strip() else dict(request.arguments)
+    else:
+        edited = edit_in_editor(request.arguments, chat.say)
+        if edited is None:
+            return None
+    refusal = edit_refusal(tool, edited, chat.layers())
+    if refusal is not None and refusal.problems:
+        chat.say("  the edit does not fit the tool: " + "; ".join(refusal.problems))
+        return None
+    if refusal is not None:
+        chat.say(f"  the edited call is denied by policy ({refusal.rule}, {refusal.layer})")
+        return None
+    before = json.dumps(request.arguments, indent=2, ensure_ascii=False).splitlines(True)
+    after = json.dumps(edited, indent=2, ensure_ascii=False).splitlines(True)
+    diff = "".join(difflib.unified_diff(before, after, "arguments (model)",
+                                        "arguments (edited)"))
+    chat.say(diff.rstrip("\n") if diff else "  (no change)")
+    chat.preview(request.name, edited)
+    answer = read(chat.say, "  run the edited call? [y]es, [n]o (back): ")
+    if answer.strip().lower() in ("y", "yes"):
+        return request.approve(approver, arguments=edited)
+    return None
+
+
+def edit_in_editor(arguments: dict, say) -> dict | None:
+    """Open the arguments as JSON in ``$VISUAL`` / ``$EDITOR`` (default ``vi``);
+    Ctrl-C meanwhile belongs to the editor.
+
+    Args:
+        arguments: the call's arguments (dict).
+        say: the chat's ``Output.say``.
+
+    Returns:
+        dict | None: the edited object; ``None`` when the editor cannot start or
+        the result is not a JSON object (the reason is shown).
+
+    Raises:
+        OSError: the temporary file could not be written or read.
+    """
+    import signal
+    import subprocess
+    import tempfile
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    fd, path = tempfile.mkstemp(prefix="agentflow-edit-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(arguments, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        try:
+            process = subprocess.Popen([*shlex.split(editor), path])
+        except OSError as exc:
+            say(f"  cannot start the editor {editor!r} ({exc.strerror}): set "
+                     "VISUAL or EDITOR to one that works, or answer y or n")
+            return None
+        # Ctrl-C while the editor runs is the editor's (vi cancels a command with
+        # it), not a quit at the prompt; git ignores it in the same way.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            process.wait()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    finally:
+        os.unlink(path)
+    try:
+        edited = json.loads(text)
+    except ValueError as exc:
+        say(f"  the edited arguments are not valid JSON: {exc}")
+        return None
+    if not isinstance(edited, dict):
+        say("  the edited arguments must be a JSON object")
+        return None
+    return edited

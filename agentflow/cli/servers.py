@@ -1,0 +1,69 @@
+"""The chat's ``--mcp`` servers: starting them, and what the chat shows for each at start."""
+
+from __future__ import annotations
+
+import shlex
+
+from ..display import safe_text
+from ..errors import UsageError
+
+
+def start_mcp_servers(specs, stack) -> list:
+    """Start each ``--mcp`` server (stopped when ``stack`` closes); the SDK is imported
+    only here, so a chat without ``--mcp`` never loads it.
+
+    Args:
+        specs: the ``--mcp`` values (list of str, ``[NAME=]COMMAND|URL``).
+        stack: a ``contextlib.ExitStack``.
+
+    Returns:
+        list: the started ``agentflow.mcp.MCPServer`` objects, in order.
+
+    Raises:
+        UsageError: the extra is missing, a value cannot be read, or two share a name.
+        AgentflowError: a server could not be started.
+    """
+    if not specs:
+        return []
+    try:
+        from ..mcp import MCPServer
+    except ImportError as exc:
+        raise UsageError(f"--mcp: {exc}") from None
+    servers = []
+    for spec in specs:
+        try:
+            server = MCPServer.from_command_line(spec)
+        except ValueError as exc:
+            raise UsageError(f"--mcp {spec!r}: {exc}") from None
+        servers.append(stack.enter_context(server))
+        names = [s.name for s in servers]
+        if names.count(server.name) > 1:
+            raise UsageError(f"two --mcp servers are both named {server.name!r}: name one "
+                             f"with --mcp {shlex.quote('OTHER=' + server.describe())}")
+    return servers
+
+
+def mcp_summary(server) -> str:
+    """What ``agentflow chat`` shows at start for an MCP server: the server, one line per
+    tool with its wire name and whether it asks, then how policy rules name them and what
+    their patterns match.
+
+    Args:
+        server: a started ``agentflow.mcp.MCPServer``.
+
+    Returns:
+        str: the lines, joined by newlines.
+    """
+    tools = server.tools
+    names = [safe_text(t.name) for t in tools]
+    width = max((len(name) for name in names), default=0)
+    lines = [f"MCP server {safe_text(server.name)} ({safe_text(server.describe())}): "
+             f"{len(tools)} tools"]
+    lines += [f"  {name:<{width}}  {'asks' if t.requires_approval() else 'runs'} "
+              f"({safe_text(t.approval_reason)})" for name, t in zip(names, tools)]
+    subjects = [safe_text(f"{t.mcp_name}({t.subject})") for t in tools if t.subject]
+    lines.append(f"  policy rules name them {server.name}.TOOL"
+                 + (f"; patterns match {', '.join(subjects)}" if subjects else "")
+                 + (f"; paths from {safe_text(server.root)}" if any(
+                     t.subject_kind == "path" for t in tools if t.subject) else ""))
+    return "\n".join(lines)
