@@ -86,6 +86,7 @@ import weakref
 from typing import Mapping, Sequence
 
 from .errors import MCPError, MCPTimeoutError, MCPToolError
+from .redact import mask_url
 from .tools import Tool
 
 try:
@@ -93,7 +94,7 @@ try:
     from mcp.shared.exceptions import MCPError as _SDKError
     from mcp.types import CONNECTION_CLOSED
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("agentflow.mcp needs the MCP SDK: pip install 'agentflow[mcp]'") from exc
+    raise ImportError("agentflow.mcp needs the MCP SDK: pip install '.[mcp]' in a checkout of agentflow") from exc
 
 DEFAULT_TIMEOUT = 60.0        # seconds a tool call may take
 DEFAULT_START_TIMEOUT = 60.0  # seconds to start, connect and list tools (npx may download)
@@ -321,9 +322,10 @@ class MCPServer:
         return f"MCPServer({self.name or self.describe()!r}, {state})"
 
     def describe(self) -> str:
-        """The command line or URL of the server (str), for messages."""
+        """The command line or URL of the server (str), for messages: credentials in
+        the URL (a token in its query, a password) masked (SPEC R26)."""
         if isinstance(self._target, str):
-            return self._target
+            return mask_url(self._target)
         return shlex.join([self._target.command, *self._target.args])
 
     async def _serve(self, ready: concurrent.futures.Future) -> None:

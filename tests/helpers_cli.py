@@ -12,14 +12,17 @@ starts it. On a pseudo-terminal (``pty_chat``) the command is always a child."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import io
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -40,6 +43,28 @@ ALL_TOOLS = ["run_command", "read_file", "list_dir", "write_file"]
 PROMPT = "approve? [y]es, [n]o, [a]llow from now on, [e]dit, [q]uit: "
 
 
+# The children's configuration folder (XDG_CONFIG_HOME): empty at first, so no user
+# policy; agentflow keeps there what the person trusted and the key that signs the
+# settings it remembers (SPEC R26). One per test process, removed at exit.
+CONFIG_HOME = tempfile.mkdtemp(prefix="agentflow-test-config-")
+atexit.register(shutil.rmtree, CONFIG_HOME, True)
+
+
+def trust_project_file(path) -> None:
+    """Record, as the person would on a terminal, that they trust the project policy
+    file at ``path`` as it is now (SPEC R26), in the children's configuration folder."""
+    from agentflow.cli import trust
+    saved = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = CONFIG_HOME
+    try:
+        trust.trust(str(path))
+    finally:
+        if saved is None:
+            del os.environ["XDG_CONFIG_HOME"]
+        else:
+            os.environ["XDG_CONFIG_HOME"] = saved
+
+
 def child_env(**extra) -> dict:
     """The child's environment: no stray OpenAI/agentflow settings from the outer
     shell, a known user name (the approver in the audit trail), UTF-8 output, and a
@@ -49,7 +74,7 @@ def child_env(**extra) -> dict:
            if not k.startswith(("OPENAI_", "AGENTFLOW_"))}
     env.update(USER=USER, LOGNAME=USER, PYTHONIOENCODING="utf-8", TERM="dumb",
                OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1",
-               XDG_CONFIG_HOME=str(REPO / "tests" / "no-such-config"))  # no user policy
+               XDG_CONFIG_HOME=CONFIG_HOME)  # no user policy; trust records, key (R26)
     env.update(extra)
     return env
 

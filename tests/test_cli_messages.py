@@ -237,7 +237,7 @@ def test_respond_to_a_session_that_is_not_paused(server, tmp_path):
     ("chat log\n", f"is not a saved session (it is not JSON); {FRESH}"),
     ('{"schema_version": 99, "messages": []}',
      "was written by a newer agentflow (schema_version 99; this one reads up to 3): upgrade "
-     f"agentflow (pip install -U agentflow), or {FRESH}"),
+     f"agentflow (pip install -U . in a checkout of agentflow-approvals), or {FRESH}"),
     ('{"schema_version": 2, "messages": [], "signature": {"alg": "HMAC-SHA256", "value": "0"}}',
      "is signed (saved with AgentSession.open(..., secret=...)), and agentflow chat opens "
      f"unsigned sessions only; {FRESH}"),

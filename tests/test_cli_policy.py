@@ -17,8 +17,9 @@ from agentflow.cli.main import main as agentflow_main
 from agentflow.canonical import arguments_digest
 from agentflow.testing.replay import chat_stream
 
-from helpers_cli import (PROMPT, USER, calls_reply, child_env, ctrl_c_when_waiting,
-                         json_lines, pty_chat, run_chat, run_command_block, saved)
+from helpers_cli import (CONFIG_HOME, PROMPT, USER, calls_reply, child_env, ctrl_c_when_waiting,
+                         json_lines, pty_chat, run_chat, run_command_block, saved,
+                         trust_project_file)
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 README_POLICY = {  # the file the README shows
@@ -36,9 +37,14 @@ def test_the_readme_shows_this_policy():
     assert json.loads(shown) == README_POLICY
 
 
-def write_project_policy(folder, policy=README_POLICY):
+def write_project_policy(folder, policy=README_POLICY, trusted=True):
+    """The project policy file, trusted by the person as it is (SPEC R26) unless not
+    ``trusted``."""
     (folder / ".agentflow").mkdir(exist_ok=True)
-    (folder / ".agentflow" / "policy.json").write_text(json.dumps(policy), encoding="utf-8")
+    path = folder / ".agentflow" / "policy.json"
+    path.write_text(json.dumps(policy), encoding="utf-8")
+    if trusted:
+        trust_project_file(path)
 
 
 def test_chat_honours_the_readme_policy_and_audits_every_decision(server, tmp_path):
@@ -92,7 +98,7 @@ def in_process(tmp_path, monkeypatch, capsys):
     """``agentflow ARGS`` in this process, in ``tmp_path`` with no user policy file:
     returns ``(exit status, stdout, stderr)``."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", CONFIG_HOME)  # no user policy; trust records
 
     def run(*args):
         status = agentflow_main(list(args))

@@ -43,8 +43,8 @@ from .render import Output, result_line, show_request, summary
 from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
-from .settings import ALWAYS, SETTINGS, chat_settings, tool_names, user_name
-from .terminal import Quit
+from .settings import ALWAYS, chat_settings, sign_settings, tool_names, user_name
+from .terminal import Quit, read
 
 __all__ = ["Chat", "UsageError", "add_arguments", "main"]
 
@@ -75,7 +75,8 @@ class Chat:
         self.out = out or Output(args.json)
         self.say = self.out.say
         self.interactive = interactive
-        settings = chat_settings(args, session)
+        confirm = self.confirm if interactive else None
+        settings = chat_settings(args, session, confirm)
         self.workspace = settings["workspace"]
         try:
             tools = builtin_tools(tool_names(settings), command_timeout=args.command_timeout,
@@ -86,16 +87,35 @@ class Chat:
         self.tools = {t.name: t for t in tools}
         client = make_client(args, settings)
         notes: list[str] = []
-        run_policy, layers = policy_layers(args.policy, self.tools, self.workspace, notes)
+        run_policy, layers = policy_layers(args.policy, self.tools, self.workspace, notes,
+                                           confirm)
         for note in notes:
             self.say(note)
-        session.state[SETTINGS] = settings
+        sign_settings(session, settings)
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools,
                                      policy=layers)
         self.options = AgentRunOptions(max_rounds=settings["max_rounds"], policy=run_policy)
         for name in session.state.pop(ALWAYS, []):  # what 'always' meant before grants
             if name in self.tools:
                 session.approvals.grant(name, time.time(), approver=user_name())
+
+    def confirm(self, question: str) -> bool:
+        """Ask the person a yes/no question on the terminal (default no).
+
+        Args:
+            question: the question (str), shown as it is: callers escape what came
+                from outside (SPEC R25).
+
+        Returns:
+            bool: ``True`` for y or yes.
+        """
+        *lines, last = question.split("\n")
+        for line in lines:
+            self.say(line)
+        try:
+            return read(self.say, last).strip().lower() in ("y", "yes")
+        except Quit:
+            return False
 
     def save(self) -> None:
         """Save the session now (``AgentSession.checkpoint``; SPEC R10); without

@@ -7,9 +7,10 @@ import os
 
 from ..policy import PROJECT_FILE
 from ..errors import UsageError
+from .trust import is_trusted, trust, trusted_project, without_allows
 
 
-def policy_layers(policy_file, tools, workspace=".", notes=None) -> tuple:
+def policy_layers(policy_file, tools, workspace=".", notes=None, confirm=None) -> tuple:
     """The approval policies of ``agentflow chat`` (SPEC R19).
 
     Each is checked against every built-in tool and the MCP tools in ``tools``. A rule
@@ -21,7 +22,11 @@ def policy_layers(policy_file, tools, workspace=".", notes=None) -> tuple:
         tools: the chat's tools, a mapping of name to ``Tool``.
         workspace: the folder whose ``.agentflow/policy.json`` is the project file.
         notes: a list that, when given, gets a line naming MCP servers whose rules
-            cannot apply because they are not connected.
+            cannot apply because they are not connected, and one when the project
+            file's allow rules are left out (not trusted, SPEC R26).
+        confirm: ``(question) -> bool`` asking the person on a terminal whether to
+            trust an untrusted project file (``trust.trusted_project``); ``None``
+            without a terminal.
 
     Returns:
         tuple: ``(run_policy, [project, user])``: the ``--policy`` file's
@@ -37,7 +42,8 @@ def policy_layers(policy_file, tools, workspace=".", notes=None) -> tuple:
     catalogue = [*builtin_tools(workspace=workspace), *tools.values()]
     try:
         run = ApprovalPolicy.load(policy_file, "--policy") if policy_file else None
-        layers = standard_layers(workspace)
+        layers = [trusted_project(layer, confirm, notes) if layer.name == "project"
+                  else layer for layer in standard_layers(workspace)]
         for layer in ([run] if run else []) + layers:
             layer.check(catalogue, keep_other_servers=True)
     except PolicyError as exc:
@@ -78,11 +84,21 @@ def write_project_rules(workspace: str, rules, client, tools) -> str:
     """
     from ..policy import ApprovalPolicy, policy_name
     path = os.path.join(workspace, PROJECT_FILE)
-    project = (ApprovalPolicy.load(path, "project") if os.path.exists(path)
+    existed = os.path.exists(path)
+    # the person's own rules are theirs; a file they had not trusted stays untrusted,
+    # so its other allow rules still do not apply (SPEC R26)
+    trusted = not existed or is_trusted(path)
+    project = (ApprovalPolicy.load(path, "project") if existed
                else ApprovalPolicy(name="project", source=path))
     for rule in rules:
         project.add("allow", rule)
     project.save(path)
     project.source = path
-    client.add_policy(project.restricted(policy_name(t) for t in tools))
+    if trusted:
+        trust(path)
+        applied = project
+    else:
+        applied = without_allows(project)
+        applied.allow = list(rules)
+    client.add_policy(applied.restricted(policy_name(t) for t in tools))
     return path

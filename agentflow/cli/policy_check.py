@@ -59,8 +59,10 @@ def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> in
     from ..policy import PolicyError, policy_name
     from ..types import Decision
     tools = {policy_name(t): t for t in [*builtin_tools(), *mcp_tools]}
+    notes: list[str] = []
     try:
-        run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()})
+        run, layers = policy_layers(policy_file, {t.name: t for t in tools.values()},
+                                    notes=notes)
     except (PolicyError, UsageError) as exc:
         print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
         return 2
@@ -87,4 +89,6 @@ def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> in
         print(f"  no rule decides: {safe_text(verdict.why or 'the tool needs no approval')}")
     print(f"  layers checked: {', '.join(l.name for l in all_layers) or 'none'} "
           "(session grants apply in a chat)")
+    for note in notes:  # e.g. a project file's allow rules left out, untrusted (R26)
+        print(f"  note: {safe_text(note)}")
     return 0

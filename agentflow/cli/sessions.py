@@ -73,6 +73,6 @@ def session_problem(path: str, error: Exception) -> str:
     if isinstance(version, int) and version > SCHEMA_VERSION:
         return (f"{start} was written by a newer agentflow (schema_version {version}; this "
                 f"one reads up to {SCHEMA_VERSION}): upgrade agentflow "
-                "(pip install -U agentflow), or " + fresh)
+                "(pip install -U . in a checkout of agentflow-approvals), or " + fresh)
     detail = str(error).removeprefix(f"{path} is not a saved session: ")
     return f"{start} is not a usable session ({detail}); {fresh}"

@@ -16,20 +16,29 @@ DEFAULTS = {"base_url": None, "model": "gpt-4o-mini", "api_key_env": "OPENAI_API
             "profile": None, "workspace": None}
 
 
-def chat_settings(args, session) -> dict:
+def chat_settings(args, session, confirm=None) -> dict:
     """The settings this run uses, the workspace resolved and checked.
+
+    A remembered endpoint, API-key variable or workspace (``trust.ROUTING``) that the
+    person did not give again is used only when this user's agentflow wrote it (its
+    signature, ``trust.signed_by_me``) or the person confirms it (SPEC R26).
 
     Args:
         args: the ``argparse.Namespace`` of ``agentflow chat``.
         session: the ``AgentSession``; its ``state["chat"]`` is what earlier runs used.
+        confirm: ``(question) -> bool`` asking the person on a terminal; ``None``
+            without one.
 
     Returns:
         dict: one value per ``DEFAULTS`` key; ``workspace`` is a real, existing folder.
 
     Raises:
-        UsageError: the workspace (given or remembered) is not a folder.
+        UsageError: the workspace (given or remembered) is not a folder; or a
+            remembered routing setting was not written by this user's agentflow and
+            nobody confirmed it (the message names it and how to give it).
     """
     remembered = session.state.get(SETTINGS) or {}
+    check_remembered(args, session, remembered, confirm)
     settings = {name: getattr(args, name) if getattr(args, name) is not None
                 else remembered.get(name, default) for name, default in DEFAULTS.items()}
     workspace = os.path.realpath(settings["workspace"] or os.getcwd())
@@ -40,6 +49,47 @@ def chat_settings(args, session) -> dict:
                          "folder; give an existing one with --workspace DIR")
     settings["workspace"] = workspace
     return settings
+
+
+def check_remembered(args, session, remembered: dict, confirm=None) -> None:
+    """Refuse remembered routing settings this user's agentflow did not write (R26).
+
+    Args:
+        args: the ``argparse.Namespace`` (a flag given again wins, unquestioned).
+        session: the ``AgentSession`` (its ``state`` holds the signature).
+        remembered: the session's remembered settings (dict).
+        confirm: ``(question) -> bool`` on a terminal, else ``None``.
+
+    Raises:
+        UsageError: naming each setting that differs, and how to give it.
+    """
+    from ..display import safe_text
+    from .trust import ROUTING, SIGNATURE, signed_by_me
+    used = {k: remembered[k] for k in ROUTING
+            if getattr(args, k, None) is None and remembered.get(k) not in (None, DEFAULTS[k])}
+    if not used or signed_by_me(remembered, session.state.get(SIGNATURE)):
+        return
+    listed = ", ".join(f"--{k.replace('_', '-')} {safe_text(str(v))}" for k, v in used.items())
+    if confirm is not None and confirm(
+            f"The session {args.session} remembers {listed}, which your agentflow did not "
+            "write (the session came from elsewhere, or was changed). Use them? [y/N] "):
+        return
+    raise UsageError(f"--session {args.session} remembers {listed}, which your agentflow "
+                     "did not write (it may send your API key elsewhere, or let the tools "
+                     "work in another folder): give them on the command line to use them, "
+                     "or run on a terminal to confirm them")
+
+
+def sign_settings(session, settings: dict) -> None:
+    """Keep ``settings`` in the session with this user's signature (SPEC R26).
+
+    Args:
+        session: the ``AgentSession``.
+        settings: as ``chat_settings`` returns.
+    """
+    from .trust import SIGNATURE, sign
+    session.state[SETTINGS] = settings
+    session.state[SIGNATURE] = sign(settings)
 
 
 def tool_names(settings: dict) -> list[str]:

@@ -41,6 +41,7 @@ import os
 import time
 
 from ..errors import SessionError
+from ..redact import mask_url
 from .base import SessionStore, conflict
 from .files import os_lease
 
@@ -156,7 +157,7 @@ class SQLiteStore(_SQLStore):
 
 class PostgresStore(_SQLStore):
     """Sessions in a PostgreSQL table: for workers on many machines (SPEC R22). Needs
-    ``pip install 'agentflow[postgres]'`` (psycopg 3).
+    ``pip install '.[postgres]'`` in a checkout (psycopg 3).
 
     Args:
         dsn: a libpq connection string or URL, e.g.
@@ -177,9 +178,15 @@ class PostgresStore(_SQLStore):
             import psycopg
         except ImportError:
             raise ImportError("PostgresStore needs psycopg 3: pip install "
-                              "'agentflow[postgres]'") from None
+                              "'.[postgres]' in a checkout of agentflow") from None
         super().__init__(secret)
-        info = psycopg.conninfo.conninfo_to_dict(dsn)
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(dsn)
+        except psycopg.Error:  # its message quotes the bad part: maybe the password
+            raise SessionError(f"the PostgreSQL store URL {mask_url(dsn)} cannot be read: "
+                               "write postgresql://USER@HOST:PORT/DB, with special "
+                               "characters percent-encoded (%40 for @, %25 for %), and "
+                               "the password in PGPASSWORD or ~/.pgpass") from None
         self._where = (f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/"
                        f"{info.get('dbname', '')}")  # never the password
         try:

@@ -1,0 +1,210 @@
+"""What the person running agentflow has trusted (SPEC R26).
+
+Two things can widen what runs without asking, or change where the API key goes,
+without the person having said so on this command line:
+
+* a project policy file (``.agentflow/policy.json``) shipped in the repository being
+  worked on: its ``allow`` rules would run commands unasked the moment ``agentflow
+  chat`` starts there. They apply once the person has trusted the file's exact
+  contents: shown on a terminal and remembered in the user's configuration folder by
+  the file's path and the SHA-256 of its bytes, asked again when it changes; without a
+  terminal, untrusted ``allow`` rules are left out with a note. ``deny`` and ``ask``
+  rules only narrow, so they always apply.
+* a session file handed to ``--session`` that remembers an endpoint, an API-key
+  variable or a workspace: the key would be sent to the remembered host, tools would
+  work in the remembered folder. They are used only when this user's own agentflow
+  wrote them, which it proves with an HMAC under a key of this user's
+  (``settings.key`` in the configuration folder, made on first use, mode 0600), or
+  after the person confirms them on a terminal; without one the run stops and names
+  the setting.
+
+Both records live in ``$XDG_CONFIG_HOME/agentflow/`` (else ``~/.config/agentflow/``),
+beside the user policy file: that folder is the person's, a repository is not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import secrets
+
+from .._durable import write_atomically
+from ..display import safe_text
+from ..policy import ApprovalPolicy, user_policy_path
+
+# Remembered settings that decide where the key goes and where the tools work (R26).
+ROUTING = ("base_url", "api_key_env", "workspace")
+SIGNATURE = "chat_signature"  # session.state key: the HMAC of the remembered settings
+
+
+def config_dir() -> str:
+    """The user's agentflow configuration folder (str), where the user policy lives."""
+    return os.path.dirname(user_policy_path())
+
+
+def _trust_file() -> str:
+    return os.path.join(config_dir(), "trusted.json")
+
+
+def _read_trusted() -> dict:
+    try:
+        with open(_trust_file(), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    files = data.get("project_files") if isinstance(data, dict) else None
+    return {k: v for k, v in files.items() if isinstance(v, str)} \
+        if isinstance(files, dict) else {}
+
+
+def digest_of(path: str) -> tuple[str, bytes] | None:
+    """The SHA-256 and the bytes of a file.
+
+    Args:
+        path: the file (str).
+
+    Returns:
+        tuple | None: ``(sha256 hex, bytes)``, or ``None`` when it cannot be read.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest(), data
+
+
+def is_trusted(path: str) -> bool:
+    """Whether the person trusted the project file at ``path`` with its contents now.
+
+    Args:
+        path: the project policy file (str); compared by absolute path.
+
+    Returns:
+        bool: ``True`` when its path and the SHA-256 of its bytes were trusted.
+    """
+    found = digest_of(path)
+    return found is not None and _read_trusted().get(os.path.abspath(path)) == found[0]
+
+
+def trust(path: str) -> None:
+    """Remember that the person trusts the project file at ``path`` as it is now.
+
+    Args:
+        path: the project policy file (str).
+
+    Raises:
+        OSError: the configuration folder cannot be written.
+    """
+    found = digest_of(path)
+    if found is None:
+        return
+    files = _read_trusted()
+    files[os.path.abspath(path)] = found[0]
+    os.makedirs(config_dir(), exist_ok=True)
+    write_atomically(_trust_file(), json.dumps({"project_files": files}, indent=1) + "\n",
+                     prefix=".trusted-")
+
+
+def without_allows(layer: ApprovalPolicy) -> ApprovalPolicy:
+    """``layer`` with its ``allow`` rules left out: what an untrusted project file may
+    still do (narrow).
+
+    Args:
+        layer: the project file's ``ApprovalPolicy``.
+
+    Returns:
+        ApprovalPolicy: a copy with the same ``deny`` and ``ask`` rules, name and source.
+    """
+    return ApprovalPolicy(deny=list(layer.deny), ask=list(layer.ask), allow=[],
+                          name=layer.name, source=layer.source)
+
+
+def trusted_project(layer: ApprovalPolicy, confirm=None, notes=None) -> ApprovalPolicy:
+    """The project layer as it may apply (SPEC R26).
+
+    Args:
+        layer: the project file's ``ApprovalPolicy`` (its ``source`` is the file).
+        confirm: a callable ``(question: str) -> bool`` that asks the person on a
+            terminal, or ``None`` without one.
+        notes: a list that gets a line when ``allow`` rules are left out.
+
+    Returns:
+        ApprovalPolicy: ``layer`` when it has no ``allow`` rules or its contents are
+        trusted (now, or by the person's answer); else ``without_allows(layer)``.
+    """
+    if not layer.allow or layer.source is None or is_trusted(layer.source):
+        return layer
+    found = digest_of(layer.source)
+    if confirm is not None and found is not None:
+        shown = safe_text(found[1].decode("utf-8", "replace"), multiline=True)
+        question = (f"The project policy file {layer.source} lets these run without "
+                    f"asking:\n  allow: {', '.join(safe_text(r) for r in layer.allow)}\n"
+                    f"Its contents:\n{shown}\nTrust this file's allow rules (remembered "
+                    f"until it changes)? [y/N] ")
+        if confirm(question):
+            trust(layer.source)
+            return layer
+    if notes is not None:
+        notes.append(f"policy: the allow rules of {layer.source} are not applied: the file "
+                     "is not trusted yet (a repository could grant itself anything). Run "
+                     "agentflow chat on a terminal in this folder to review and trust it; "
+                     "its deny and ask rules apply")
+    return without_allows(layer)
+
+
+# -- remembered settings --------------------------------------------------------------------
+
+def _user_key() -> bytes:
+    """This user's key for signing remembered settings, made on first use (mode 0600)."""
+    path = os.path.join(config_dir(), "settings.key")
+    try:
+        with open(path, "rb") as handle:
+            key = handle.read()
+        if len(key) >= 32:
+            return key
+    except FileNotFoundError:
+        pass
+    os.makedirs(config_dir(), mode=0o700, exist_ok=True)
+    key = secrets.token_bytes(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first: use theirs
+        with open(path, "rb") as handle:
+            return handle.read()
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(key)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return key
+
+
+def _routing(settings: dict) -> bytes:
+    return json.dumps({k: settings.get(k) for k in ROUTING}, sort_keys=True).encode()
+
+
+def sign(settings: dict) -> str:
+    """The HMAC-SHA256 (hex) of the routing settings under this user's key.
+
+    Args:
+        settings: the chat's settings (dict with the ``ROUTING`` keys).
+
+    Returns:
+        str: the signature to keep beside them in the session.
+    """
+    return hmac.new(_user_key(), _routing(settings), hashlib.sha256).hexdigest()
+
+
+def signed_by_me(settings: dict, signature) -> bool:
+    """Whether ``signature`` is this user's signature of ``settings``' routing keys.
+
+    Args:
+        settings: the remembered settings (dict).
+        signature: what the session holds under ``SIGNATURE`` (any value).
+
+    Returns:
+        bool: ``True`` only for a valid signature made with this user's key.
+    """
+    return isinstance(signature, str) and hmac.compare_digest(signature, sign(settings))
