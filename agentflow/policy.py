@@ -81,6 +81,9 @@ SUBJECT_KINDS = ("shell", "path", "text")
 PROJECT_FILE = os.path.join(".agentflow", "policy.json")
 # tool_name, or server.tool for an MCP tool (its MCP name: no spaces or parentheses)
 _RULE = re.compile(r"([A-Za-z0-9_-]{1,64}(?:\.[^\s()]{1,128})?)(?:\((.*)\))?", re.DOTALL)
+# A tool name in double quotes, for an MCP tool whose name holds what a bare name cannot
+# (a space, a parenthesis): ``"notes.my tool"(pattern)``; ``\"`` and ``\\`` inside.
+_QUOTED_RULE = re.compile(r'"((?:[^"\\]|\\.)+)"(?:\((.*)\))?', re.DOTALL)
 _STAR, _BACKSLASH = "\x00", "\x01"  # ``\*`` and ``\\`` while a pattern is read
 _OP_KIND = {"|&": "|", "\n": ";", ";;": ";"}
 
@@ -141,18 +144,32 @@ class Rule:
         if not isinstance(text, str):
             raise PolicyError(f"a rule must be a string like 'run_command(git status)', "
                               f"got {type(text).__name__}")
-        match = _RULE.fullmatch(text.strip())
+        text = text.strip()
+        quoted = _QUOTED_RULE.fullmatch(text) if text.startswith('"') else None
+        if quoted is not None:
+            tool = re.sub(r"\\(.)", r"\1", quoted.group(1), flags=re.DOTALL)
+            if quoted.group(2) is not None and not quoted.group(2).strip():
+                raise PolicyError(f"the rule {text!r} has an empty pattern; write "
+                                  f"{quoted.group(0)[:quoted.end(1) + 1]!r} for every call "
+                                  "of the tool")
+            return cls(tool, quoted.group(2))
+        match = _RULE.fullmatch(text)
         if match is None:
             raise PolicyError(f"cannot read the rule {text!r}: write tool_name or "
                               "tool_name(pattern), e.g. run_command(git status), or "
-                              "server.tool(pattern) for an MCP tool")
+                              "server.tool(pattern) for an MCP tool (in double quotes "
+                              "when its name holds a space or a parenthesis: "
+                              "\"server.my tool\"(pattern))")
         if match.group(2) is not None and not match.group(2).strip():
             raise PolicyError(f"the rule {text!r} has an empty pattern; write "
                               f"{match.group(1)!r} for every call of the tool")
         return cls(match.group(1), match.group(2))
 
     def __str__(self) -> str:
-        return self.tool if self.pattern is None else f"{self.tool}({self.pattern})"
+        tool = self.tool
+        if not _RULE.fullmatch(tool) or "(" in tool:  # a name only quotes can hold
+            tool = '"' + tool.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return tool if self.pattern is None else f"{tool}({self.pattern})"
 
 
 @dataclass

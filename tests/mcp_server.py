@@ -125,6 +125,12 @@ def build(server_name: str, directory: Path) -> MCPServer:
                     blob=base64.b64encode(bytes(1000)).decode())),
                 TextContent(text="three attachments")]
 
+    @server.tool(name="shout it")
+    def shout_it(text: str) -> str:
+        """Say text loudly (a tool whose name holds a space)."""
+        ran("shout it")
+        return text.upper()
+
     @server.tool(annotations=READ_ONLY)
     def peek(name: str) -> str:
         """Show the first line of a note (read-only, until redefine is called)."""

@@ -471,7 +471,7 @@ def test_chat_lists_mcp_tools_and_gates_them_like_built_ins(servers, monkeypatch
                        "write x"])
     out = capsys.readouterr().out
     assert status == 0, out
-    assert f"MCP server site ({web_url}): 15 tools" in out
+    assert f"MCP server site ({web_url}): 16 tools" in out
     assert re.search(r"\n  site__write_note +asks \(not read-only\)\n", out)
     assert re.search(r"\n  site__echo +runs \(readOnlyHint\)\n", out)
     assert sent_tool_messages(model.requests[1]) == [

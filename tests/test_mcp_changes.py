@@ -105,3 +105,43 @@ def test_a_result_is_capped(tmp_path):
     assert len(kept.encode("utf-8")) <= 1000
     cut = len(("big: " + "é" * 5000).encode("utf-8")) - len(kept.encode("utf-8"))
     assert note == f"{cut} more bytes cut: the MCP result cap is 1000 bytes]"
+
+
+def test_a_rule_can_name_a_tool_whose_name_holds_a_space(changing):
+    """Issue 26: a tool named ``shout it`` could be named by no rule. In double quotes
+    it can (SPEC R19), and the rule reads back as written."""
+    from agentflow import ApprovalPolicy
+    from agentflow.gate import gate_verdict
+    from agentflow.policy import Rule
+    from agentflow.types import Decision
+    server, _notes = changing
+    shout = by_name(server)["shout it"]
+    assert shout.requires_approval() is True  # no annotations: asks
+    policy = ApprovalPolicy(allow=['"shifty.shout it"'])
+    policy.check(server.tools)
+    assert gate_verdict(shout, {"text": "hello there"}, [policy]).action is Decision.ALLOW
+    other = ApprovalPolicy(allow=['"shifty.shout"'], name="other")
+    assert gate_verdict(shout, {"text": "hi"}, [other]).action is Decision.ASK
+    assert str(Rule.parse('"shifty.shout it"(hello *)')) == '"shifty.shout it"(hello *)'
+
+
+def test_the_command_line_overrides_a_servers_annotations(changing, tmp_path):
+    """``--mcp-approval NAME.TOOL=ask`` makes a read-only tool ask; ``NAME=run`` lets
+    every tool of the server run unasked (the person's word, not the server's)."""
+    from agentflow.cli.main import main
+    server, _notes = changing
+    url = server.describe()
+    import contextlib
+    import io
+    for extra, word in ((["--mcp-approval", "shifty.echo=ask"], "asks"),
+                        ([], "runs without asking"),
+                        (["--mcp-approval", "shifty=run"], "runs without asking")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["policy", "check", "shifty.echo", "--mcp", f"shifty={url}",
+                           *extra])
+        assert (status, out.getvalue().splitlines()[0]) == (0, f"shifty.echo: {word}")
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(["policy", "check", "shifty.echo", "--mcp", f"shifty={url}",
+                     "--mcp-approval", "shifty.echo=maybe"]) == 2
+    assert "write NAME=ask" in err.getvalue()

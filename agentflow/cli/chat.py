@@ -443,7 +443,7 @@ def main(args) -> int:
         check_flags(args)
         with contextlib.ExitStack() as stack:
             session = open_session(args, stack)
-            servers = start_mcp_servers(args.mcp, stack)
+            servers = start_mcp_servers(args.mcp, stack, args.mcp_approval)
             for server in servers:
                 out.say(mcp_summary(server))
             return Chat(args, session, out, interactive=interactive, mcp_servers=servers).main()

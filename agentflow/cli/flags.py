@@ -48,6 +48,12 @@ def add_arguments(parser) -> None:
                              "over stdio, or an http(s) URL (streamable HTTP); repeatable; "
                              "the model calls its tools NAME__TOOL, policy rules name "
                              "them NAME.TOOL(pattern); needs agentflow[mcp]")
+    parser.add_argument("--mcp-approval", action="append", default=[],
+                        metavar="NAME[.TOOL]=ask|run",
+                        help="override what an MCP server's annotations say (they are "
+                             "the server's own hints): ask before every call of server "
+                             "NAME (or of its tool TOOL), or run it without asking; "
+                             "repeatable; the server must be named (--mcp NAME=…)")
     parser.add_argument("--max-rounds", type=int, help="rounds per run (default 40)")
     parser.add_argument("--read-timeout", type=float, default=120.0, metavar="SECONDS",
                         help="longest silence of the endpoint mid-reply (default 120)")

@@ -66,6 +66,10 @@ def main(argv=None) -> int:
     check.add_argument("--mcp", action="append", default=[], metavar="[NAME=]COMMAND|URL",
                        help="also the tools of this MCP server, as agentflow chat --mcp: it "
                             "is started to list its tools and stopped; no tool is called")
+    check.add_argument("--mcp-approval", action="append", default=[],
+                       metavar="NAME[.TOOL]=ask|run",
+                       help="as agentflow chat --mcp-approval: override a server's "
+                            "annotations")
     args = parser.parse_args(argv)
     try:
         return _dispatch(args)
@@ -113,7 +117,7 @@ def _dispatch(args) -> int:
             return 1
     if args.command == "policy":
         from .policy_check import policy_check
-        return policy_check(args.call, args.policy, args.mcp)
+        return policy_check(args.call, args.policy, args.mcp, args.mcp_approval)
     if args.command == "demo":
         from . import demo as demo_module
         if args.approve:

@@ -74,6 +74,8 @@ def resume_command(args, keys) -> tuple[str, bool]:
     words += ["--session", args.session]
     for spec in args.mcp:
         words += ["--mcp", spec]
+    for value in getattr(args, "mcp_approval", ()):
+        words += ["--mcp-approval", value]
     if args.policy:
         words += ["--policy", args.policy]
     for flag, name, default in _NOT_REMEMBERED:

@@ -8,7 +8,7 @@ import sys
 from ..display import safe_text
 
 
-def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
+def policy_check(call: str, policy_file: str | None, mcp_specs=(), mcp_approval=()) -> int:
     """``agentflow policy check 'run_command(rm -rf /)'``: the decision agentflow chat's
     gate would take, and the rule and layer behind it (SPEC R18, R19). With ``--mcp``
     the servers are started only to list their tools (a tool's subject comes from its
@@ -19,6 +19,7 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         policy_file: a policy file (str path) checked before the standard layers, or
             ``None``.
         mcp_specs: the ``--mcp`` values (``[NAME=]COMMAND|URL``) whose tools may be named.
+        mcp_approval: the ``--mcp-approval`` values (``servers.approval_overrides``).
 
     Returns:
         int: the exit status: 0 with the decision printed, 2 for a call or file that
@@ -42,7 +43,7 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=()) -> int:
         return 2
     with contextlib.ExitStack() as stack:
         try:
-            servers = start_mcp_servers(mcp_specs, stack)
+            servers = start_mcp_servers(mcp_specs, stack, mcp_approval)
         except (UsageError, AgentflowError) as exc:
             print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
             return 2

@@ -8,22 +8,53 @@ from ..display import safe_text
 from ..errors import UsageError
 
 
-def start_mcp_servers(specs, stack) -> list:
+def approval_overrides(values) -> dict:
+    """The ``--mcp-approval`` values as each server's ``approval`` setting.
+
+    Args:
+        values: ``NAME=ask|run`` (every tool of server ``NAME``) or
+            ``NAME.TOOL=ask|run`` (one tool; ``TOOL`` is the MCP name, any characters).
+
+    Returns:
+        dict: server name → ``True`` / ``False``, or → a dict of MCP tool name (``"*"``
+        for the rest) → ``True`` (ask) / ``False`` (run without asking).
+
+    Raises:
+        UsageError: a value of another shape.
+    """
+    overrides: dict = {}
+    for value in values:
+        target, sep, word = value.rpartition("=")
+        if not sep or word not in ("ask", "run") or not target:
+            raise UsageError(f"--mcp-approval {value!r}: write NAME=ask, NAME=run, "
+                             "NAME.TOOL=ask or NAME.TOOL=run")
+        name, dot, tool = target.partition(".")
+        mapping = overrides.setdefault(name, {})
+        mapping[tool if dot else "*"] = word == "ask"
+    return overrides
+
+
+def start_mcp_servers(specs, stack, approvals=()) -> list:
     """Start each ``--mcp`` server (stopped when ``stack`` closes); the SDK is imported
     only here, so a chat without ``--mcp`` never loads it.
 
     Args:
         specs: the ``--mcp`` values (list of str, ``[NAME=]COMMAND|URL``).
         stack: a ``contextlib.ExitStack``.
+        approvals: the ``--mcp-approval`` values (``approval_overrides``).
 
     Returns:
         list: the started ``agentflow.mcp.MCPServer`` objects, in order.
 
     Raises:
-        UsageError: the extra is missing, a value cannot be read, or two share a name.
+        UsageError: the extra is missing, a value cannot be read, two share a name, or
+            an ``--mcp-approval`` names a server no ``--mcp`` names.
         AgentflowError: a server could not be started.
     """
+    overrides = approval_overrides(approvals)
     if not specs:
+        if overrides:
+            raise UsageError("--mcp-approval needs the server it names: --mcp NAME=…")
         return []
     try:
         from ..mcp import MCPServer
@@ -35,11 +66,16 @@ def start_mcp_servers(specs, stack) -> list:
             server = MCPServer.from_command_line(spec)
         except ValueError as exc:
             raise UsageError(f"--mcp {spec!r}: {exc}") from None
+        if server.name in overrides:  # the person's word over the server's hints
+            server.approval = overrides.pop(server.name)
         servers.append(stack.enter_context(server))
         names = [s.name for s in servers]
         if names.count(server.name) > 1:
             raise UsageError(f"two --mcp servers are both named {server.name!r}: name one "
                              f"with --mcp {shlex.quote('OTHER=' + server.describe())}")
+    if overrides:
+        raise UsageError(f"--mcp-approval names {', '.join(sorted(overrides))}, which no "
+                         "--mcp names: give the server its name, --mcp NAME=COMMAND")
     return servers
 
 
