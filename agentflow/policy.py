@@ -577,11 +577,13 @@ def _names_secret(command: shell.Command, root: str, secret_files) -> str | None
     candidates += [target for _, _, target in command.redirects]
     for candidate in dict.fromkeys(c for c in candidates if c):
         try:
-            kind = _secret(paths.resolve(candidate, root), root, secret_files)
+            resolved = paths.resolve(candidate, root)
         except (ValueError, OSError):
             continue
-        if kind is not None:
-            return kind
+        for path in (resolved, resolved.rstrip("/") + "/x"):  # x: a folder of secrets
+            kind = _secret(path, root, secret_files)
+            if kind is not None:
+                return kind
     return None
 
 
