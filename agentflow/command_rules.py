@@ -208,6 +208,12 @@ TABLE = (
           "shell command, | pipes to one", check="less-commands"),
 )
 
+# NAME=value before a command: PATH, LD_PRELOAD, BASH_ENV, GIT_*, PAGER … change what runs
+ASSIGNMENTS = Entry(("NAME=value",), RUNS, "ld.so(8) LD_PRELOAD; sh(1p) PATH and ENV; "
+                    "bash(1) BASH_ENV; git(1) ENVIRONMENT (GIT_CONFIG_PARAMETERS, "
+                    "GIT_SSH_COMMAND, GIT_PAGER): a variable set for a command changes "
+                    "which programs it runs", always=True)
+
 _GIT_ARG_OPTIONS = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
                     "--config-env", "--list-cmds"}
 
@@ -263,9 +269,12 @@ def used(command) -> Entry | None:
     Returns:
         Entry | None: the entry, or ``None`` when the command uses none.
     """
+    if command.assignments:
+        return ASSIGNMENTS
     if not command.words:
         return None
-    program = command.words[0].rsplit("/", 1)[-1]
+    # lower case: on a case-insensitive disk (macOS, Windows) GIT is git
+    program = command.words[0].rsplit("/", 1)[-1].lower()
     args = list(command.words[1:])
     globs = {i - 1 for i in command.globs}
     if program in ("tar", "gtar") and args and not args[0].startswith("-"):

@@ -23,21 +23,28 @@ A pattern ending in `` *`` or ``:*`` is a prefix at a word boundary: ``ls *`` ma
 ``src`` and everything under it). ``\\*`` is a literal star, ``\\\\`` a backslash.
 
 **Compound commands.** A line such as ``git status && rm -rf /`` is cut into its
-commands (``&&``, ``||``, ``;``, ``|``, ``|&``, ``&``, newlines) and each is judged on
-its own, as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does
-with ``bash -lc`` scripts it can split:
+commands (``&&``, ``||``, ``;``, ``|``, ``&``, newlines) and each is judged on its own,
+as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does with
+``bash -lc`` scripts it can split:
 
 * a ``deny`` or ``ask`` rule decides when it matches *any* command of the line,
-  including commands inside ``$(…)``, backticks, ``<(…)``, ``sh -c '…'`` and ``eval``,
-  and starting at any word of a command (``sudo rm -rf /`` meets ``rm -rf *``); a deny
-  or ask pattern may name a pipeline or chain (``curl * | sh``), which then matches
-  those commands next to each other;
+  including commands inside ``sh -c '…'``, ``eval``, ``trap``, ``su -c`` and
+  ``watch``, and starting at any word of a command (``sudo rm -rf /`` meets
+  ``rm -rf *``); a deny or ask pattern may name a pipeline or chain (``curl * | sh``),
+  which then matches those commands next to each other;
 * an ``allow`` decides only when *every* command of the line is allowed (each by a
-  rule of its own), and never for a line that holds a command substitution, a variable
-  expansion, a subshell or a here-document (``opaque`` in ``agentflow.shell``): what
-  runs there cannot be read from the text. Only a rule naming the whole tool allows
-  those. A command that redirects output to a file is allowed only by an exact rule
-  (no wildcard): ``echo *`` does not allow ``echo x > ~/.bashrc``.
+  rule of its own).
+
+**Rules about command lines** (SPEC R19 addendum). A line ``agentflow.shell`` cannot
+read exactly as dash and bash read it (an expansion, a control character, bash-only
+syntax …) is *unreadable*: no rule allows it, not even an exact one or the whole
+tool, and it meets the tool's first deny rule (else its first ask rule), "could not be
+read fully". A *wildcard* rule (a ``*`` in it, or a bare tool name) never allows a
+command that writes a file with ``>``, uses an entry of ``command_rules.TABLE`` (an
+option that runs another program, writes or reads a file the line does not name, or
+``NAME=value`` before it), or names a secret file (``workspace.SECRET_FILES``, also
+after a ``cd``), nor a path tool's secret file; an *exact* rule still may. Paths are
+read by ``agentflow.paths.resolve`` for tools and rules alike (``~`` the home folder).
 
 Rules are checked ``deny``, then ``ask``, then ``allow``; within each, the layers in
 their fixed order (run options, session grants, project file, user file); the first
@@ -546,8 +553,11 @@ class _Subject:
         entry = command_rules.used(command)
         if entry is not None:
             return f"uses {entry}"
-        kind = _names_secret(command, self.root, secrets)
-        return None if kind is None else f"names a secret file ({kind})"
+        for folder in _folders(self.commands[:index], self.root):
+            kind = _names_secret(command, folder, secrets)
+            if kind is not None:
+                return f"names a secret file ({kind})"
+        return None
 
 
 def _wildcard(rule: Rule, kind: str) -> bool:
@@ -563,6 +573,21 @@ def _secret(resolved: str, root: str, secret_files) -> str | None:
     from .workspace import SECRET_FILES, Workspace  # workspace imports this module
     return Workspace(root, SECRET_FILES if secret_files is None else secret_files
                      ).secret(resolved)
+
+
+def _folders(before: list, root: str) -> list[str]:
+    """The folders a command's relative paths may start from: the workspace, and each
+    folder a ``cd`` or ``pushd`` earlier in the line went to (``cd ~/.aws && cat
+    credentials`` reads a secret)."""
+    folders = [root]
+    for command in before:
+        if command.words and command.words[0] in ("cd", "pushd"):
+            target = next((w for w in command.words[1:] if not w.startswith("-")), "~")
+            try:
+                folders.append(paths.resolve(target, folders[-1]))
+            except (ValueError, OSError):
+                pass
+    return list(dict.fromkeys(folders))
 
 
 def _names_secret(command: shell.Command, root: str, secret_files) -> str | None:

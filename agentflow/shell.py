@@ -513,9 +513,11 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
     a script of a shell this module cannot read, the line is unreadable."""
     for position, word in enumerate(words):
         name = word.rsplit("/", 1)[-1]
-        script = None
-        if name == "eval" and position + 1 < len(words):
-            script = " ".join(words[position + 1:])
+        script, rest = None, words[position + 1:]
+        if name == "eval" and rest:
+            script = " ".join(rest)
+        elif name in _RUNS_A_SCRIPT and rest:
+            script = _RUNS_A_SCRIPT[name](rest)
         elif name in POSIX_SHELLS or name in OTHER_SHELLS:
             script = _shell_script(words[position + 1:])
             if script is not None and name in OTHER_SHELLS:
@@ -527,6 +529,36 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
             raise _Unreadable(f"scripts nested more than {MAX_DEPTH} deep")
         result.nested.append(parse(script, _depth=depth + 1))
         return
+
+
+def _option_value(args: list[str], *names: str) -> str | None:
+    for index, arg in enumerate(args):
+        if arg in names and index + 1 < len(args):
+            return args[index + 1]
+        for name in names:
+            if name.startswith("--") and arg.startswith(name + "="):
+                return arg[len(name) + 1:]
+    return None
+
+
+def _watch_command(args: list[str]) -> str:
+    """watch(1) joins its operands and runs them with ``sh -c``."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in ("-n", "--interval", "-q", "--equexit") else 1
+    return " ".join(args[index:])
+
+
+# programs that run a line of shell given as an argument (their manual pages)
+_RUNS_A_SCRIPT = {
+    "trap": lambda args: args[0] if args[0] not in ("-", "-p", "-l", "--") else None,
+    "su": lambda args: _option_value(args, "-c", "--command"),
+    "runuser": lambda args: _option_value(args, "-c", "--command"),
+    "script": lambda args: _option_value(args, "-c", "--command"),
+    "flock": lambda args: _option_value(args, "-c", "--command"),
+    "watch": _watch_command,
+    "env": lambda args: _option_value(args, "-S", "--split-string"),
+}
 
 
 def _shell_script(args: list[str]) -> str | None:
