@@ -551,7 +551,8 @@ def _watch_command(args: list[str]) -> str:
 
 # programs that run a line of shell given as an argument (their manual pages)
 _RUNS_A_SCRIPT = {
-    "trap": lambda args: args[0] if args[0] not in ("-", "-p", "-l", "--") else None,
+    "trap": lambda args: (args[1:2] or [None])[0] if args[0] == "--" else (
+        None if args[0] in ("-", "-p", "-l") else args[0]),
     "su": lambda args: _option_value(args, "-c", "--command"),
     "runuser": lambda args: _option_value(args, "-c", "--command"),
     "script": lambda args: _option_value(args, "-c", "--command"),

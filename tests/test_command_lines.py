@@ -145,6 +145,7 @@ DENIED = [
     "eval 'rm -rf victim'",
     "find . -exec rm -rf {} \\;",
     "trap 'rm -rf victim' EXIT",
+    "trap -- 'rm -rf victim' EXIT",
     "su -c 'rm -rf victim' root",
     "watch -n 1 rm -rf victim",
     "env -S 'rm -rf victim'",
