@@ -2,8 +2,8 @@
 approval), read a file and list a folder (both capped in size; they run without asking
 inside the workspace and ask outside it or for a secret file, ``workspace.py``).
 
-Every tool works in the workspace: relative paths are opened from it and commands run
-in it. Each tool is a class (``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``)
+Every tool works in the workspace: relative paths are opened from it (``~`` is the home
+folder, as in policy rules: ``agentflow.paths``) and commands run in it. Each tool is a class (``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``)
 whose method of the tool's name is what runs; ``builtin_tools()`` makes them. The
 tools that always ask have ``preview(arguments)``, what the approval prompt shows
 besides the arguments: the exact command line (with a warning for each path it names
@@ -94,6 +94,7 @@ class _Builtin(ApprovalRequiredTool):
         made.workspace = space.root
         super().__init__(made, when)
         self.space = space
+        self.secret_files = space.secret_files  # what no wildcard rule lifts (R19 addendum)
 
     def observe(self, arguments: dict) -> None:
         """The gate's hook, called when it judges a call, whatever decides it (SPEC
@@ -302,7 +303,7 @@ class WriteFile(_Builtin):
     def _diff(self, arguments: dict) -> tuple[str, bool | None]:
         path, new = arguments["path"], arguments["content"]
         try:
-            old, size = preview_prefix(os.path.join(self.space.root, path))
+            old, size = preview_prefix(self.space.resolve(path))
         except FileNotFoundError:
             old, label = "", "(new file)"
         else:

@@ -23,21 +23,28 @@ A pattern ending in `` *`` or ``:*`` is a prefix at a word boundary: ``ls *`` ma
 ``src`` and everything under it). ``\\*`` is a literal star, ``\\\\`` a backslash.
 
 **Compound commands.** A line such as ``git status && rm -rf /`` is cut into its
-commands (``&&``, ``||``, ``;``, ``|``, ``|&``, ``&``, newlines) and each is judged on
-its own, as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does
-with ``bash -lc`` scripts it can split:
+commands (``&&``, ``||``, ``;``, ``|``, ``&``, newlines) and each is judged on its own,
+as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does with
+``bash -lc`` scripts it can split:
 
 * a ``deny`` or ``ask`` rule decides when it matches *any* command of the line,
-  including commands inside ``$(…)``, backticks, ``<(…)``, ``sh -c '…'`` and ``eval``,
-  and starting at any word of a command (``sudo rm -rf /`` meets ``rm -rf *``); a deny
-  or ask pattern may name a pipeline or chain (``curl * | sh``), which then matches
-  those commands next to each other;
+  including commands inside ``sh -c '…'``, ``eval``, ``trap``, ``su -c`` and
+  ``watch``, and starting at any word of a command (``sudo rm -rf /`` meets
+  ``rm -rf *``); a deny or ask pattern may name a pipeline or chain (``curl * | sh``),
+  which then matches those commands next to each other;
 * an ``allow`` decides only when *every* command of the line is allowed (each by a
-  rule of its own), and never for a line that holds a command substitution, a variable
-  expansion, a subshell or a here-document (``opaque`` in ``agentflow.shell``): what
-  runs there cannot be read from the text. Only a rule naming the whole tool allows
-  those. A command that redirects output to a file is allowed only by an exact rule
-  (no wildcard): ``echo *`` does not allow ``echo x > ~/.bashrc``.
+  rule of its own).
+
+**Rules about command lines** (SPEC R19 addendum). A line ``agentflow.shell`` cannot
+read exactly as dash and bash read it (an expansion, a control character, bash-only
+syntax …) is *unreadable*: no rule allows it, not even an exact one or the whole
+tool, and it meets the tool's first deny rule (else its first ask rule), "could not be
+read fully". A *wildcard* rule (a ``*`` in it, or a bare tool name) never allows a
+command that writes a file with ``>``, uses an entry of ``command_rules.TABLE`` (an
+option that runs another program, writes or reads a file the line does not name, or
+``NAME=value`` before it), or names a secret file (``workspace.SECRET_FILES``, also
+after a ``cd``), nor a path tool's secret file; an *exact* rule still may. Paths are
+read by ``agentflow.paths.resolve`` for tools and rules alike (``~`` the home folder).
 
 Rules are checked ``deny``, then ``ask``, then ``allow``; within each, the layers in
 their fixed order (run options, session grants, project file, user file); the first
@@ -71,7 +78,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from . import shell
+from . import command_rules, paths, shell
 from ._durable import write_atomically
 from .errors import PolicyError
 from .types import Decision
@@ -417,23 +424,36 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
             for rule in layer.rules(effect):
                 if rule.tool == name and subject.hits(rule):
                     return Verdict(effect, (str(rule),), (layer.name,)), ""
+        # never fail open: a line not read fully meets the tool's first rule (addendum)
+        first = subject.unreadable and next(((r, l) for l in layers for r in l.rules(effect)
+                                             if r.tool == name), None)
+        if first:
+            why = f"{first[0]}; the line could not be read fully: {subject.unreadable}"
+            return Verdict(effect, (why,), (first[1].name,)), ""
     allows = [(rule, layer) for layer in layers for rule in layer.rules("allow")
               if rule.tool == name]
     if not allows:
         return None, ""
+    if subject.unreadable:
+        return None, f"no rule allows a line that could not be read fully ({subject.unreadable})"
     if subject.opaque or not subject.parts:  # only a rule naming the whole tool can
         whole = next(((r, l) for r, l in allows if r.pattern is None), None)
         if whole is not None:
             return Verdict("allow", (str(whole[0]),), (whole[1].name,)), ""
         return None, f"no pattern can allow {subject.opaque}" if subject.opaque else ""
     found = []
-    for part in subject.parts:
-        match = next(((r, l) for r, l in allows if subject.covers(r, part)), None)
+    for index, part in enumerate(subject.parts):
+        match, refused = None, None
+        for rule, layer in allows:
+            if subject.covers(rule, part):
+                refused = subject.refusal(rule, index)
+                if refused is None:
+                    match = (rule, layer)
+                    break
         if match is None:
             what = f"`{part[0]}`" if len(subject.parts) > 1 else "this call"
-            if part[1]:
-                return None, (f"{what} writes to a file, which only an exact rule (no "
-                              "wildcard) allows")
+            if refused:
+                return None, f"{what} {refused}, which only an exact rule (no wildcard) allows"
             return None, f"no allow rule matches {what}"
         found.append(match)
     return Verdict("allow", tuple(str(r) for r, _ in found),
@@ -479,8 +499,11 @@ class _Subject:
         self.kind = getattr(tool, "subject_kind", "text")
         self.root = _root(tool) if self.kind == "path" else ""
         self.lines: list[shell.CommandLine] = []
+        self.commands: list[shell.Command] = []
         self.parts: list[tuple[str, bool]] = []
         self.opaque: str | None = None
+        self.unreadable: str | None = None  # a command line not read fully (shell.py)
+        self.tool = tool
         name = getattr(tool, "subject", None)
         value = arguments.get(name) if isinstance(arguments, dict) and name else None
         # A list of strings (an MCP tool's ``paths``) is judged as each of its values:
@@ -493,15 +516,13 @@ class _Subject:
             return
         if self.kind == "shell":
             line = shell.parse(value)
-            self.lines = _all_lines(line)
+            self.lines = list(line.every_line())
+            self.commands = line.commands
             self.parts = [(c.text, c.writes) for c in line.commands]
-            self.opaque = line.opaque
+            self.opaque = self.unreadable = line.unreadable
         elif self.kind == "path":
-            home = getattr(tool, "expands_home", False)  # "~/x" is the home's x there
             try:
-                self.parts = [(os.path.realpath(os.path.join(
-                    self.root, os.path.expanduser(v) if home and (v == "~" or v.startswith("~/")) else v)),
-                    False) for v in values]
+                self.parts = [(paths.resolve(v, self.root), False) for v in values]
             except (ValueError, OSError):
                 self.opaque = "a path that cannot be resolved"
         else:
@@ -530,16 +551,82 @@ class _Subject:
         text, writes = part
         if self.kind == "shell":
             pattern = _shell_pattern(rule.pattern)
-            return (len(pattern) == 1 and not (writes and pattern[0].wild)
-                    and pattern[0].regex.fullmatch(text) is not None)
+            return len(pattern) == 1 and pattern[0].regex.fullmatch(text) is not None
         return _compiled(rule.pattern, self.kind, self.root).fullmatch(text) is not None
 
+    def refusal(self, rule: Rule, index: int) -> str | None:
+        """Why a wildcard ``rule`` that covers part ``index`` still does not allow it:
+        a write, an entry of ``command_rules.TABLE``, a secret file (SPEC R19
+        addendum); ``None`` for an exact rule, or nothing to refuse."""
+        if self.kind == "text" or not _wildcard(rule, self.kind):
+            return None
+        secrets = getattr(self.tool, "secret_files", None)
+        if self.kind == "path":
+            kind = _secret(self.parts[index][0], self.root, secrets)
+            return None if kind is None else f"is a secret file ({kind})"
+        command = self.commands[index]
+        if command.writes:
+            return "writes to a file"
+        entry = command_rules.used(command)
+        if entry is not None:
+            return f"uses {entry}"
+        for folder in _folders(self.commands[:index], self.root):
+            kind = _names_secret(command, folder, secrets)
+            if kind is not None:
+                return f"names a secret file ({kind})"
+        return None
 
-def _all_lines(line: shell.CommandLine) -> list[shell.CommandLine]:
-    lines = [line]
-    for nested in line.nested:
-        lines += _all_lines(nested)
-    return lines
+
+def _wildcard(rule: Rule, kind: str) -> bool:
+    """A bare tool name, or a pattern with a wildcard (SPEC R19 addendum)."""
+    if rule.pattern is None:
+        return True
+    if kind == "shell":
+        return any(piece.wild for piece in _shell_pattern(rule.pattern))
+    return "*" in _protect(rule.pattern)
+
+
+def _secret(resolved: str, root: str, secret_files) -> str | None:
+    from .workspace import SECRET_FILES, Workspace  # workspace imports this module
+    return Workspace(root, SECRET_FILES if secret_files is None else secret_files
+                     ).secret(resolved)
+
+
+def _folders(before: list, root: str) -> list[str]:
+    """The folders a command's relative paths may start from: the workspace, and each
+    folder a ``cd`` or ``pushd`` earlier in the line went to (``cd ~/.aws && cat
+    credentials`` reads a secret)."""
+    folders = [root]
+    for command in before:
+        if command.words and command.words[0] in ("cd", "pushd"):
+            target = next((w for w in command.words[1:] if not w.startswith("-")), "~")
+            try:
+                folders.append(paths.resolve(target, folders[-1]))
+            except (ValueError, OSError):
+                pass
+    return list(dict.fromkeys(folders))
+
+
+def _names_secret(command: shell.Command, root: str, secret_files) -> str | None:
+    """The kind of the first secret file a command's words may name: each word, its
+    value after ``=`` or ``@``, a redirection's target, a glob's current matches."""
+    import glob
+    candidates = []
+    for index, word in enumerate(command.assignments + command.words):
+        candidates += [word, word.partition("=")[2], word[1:] if word[:1] == "@" else ""]
+        if index - len(command.assignments) in command.globs:
+            candidates += glob.glob(word, root_dir=root)
+    candidates += [target for _, _, target in command.redirects]
+    for candidate in dict.fromkeys(c for c in candidates if c):
+        try:
+            resolved = paths.resolve(candidate, root)
+        except (ValueError, OSError):
+            continue
+        for path in (resolved, resolved.rstrip("/") + "/x"):  # x: a folder of secrets
+            kind = _secret(path, root, secret_files)
+            if kind is not None:
+                return kind
+    return None
 
 
 def _root(tool) -> str:
@@ -616,8 +703,7 @@ def _compiled(pattern: str, kind: str, root: str, ignore_case: bool = False) -> 
     body, prefix = _split_prefix(_protect(pattern))
     if kind == "text":
         return re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), flags)
-    if body == "~" or body.startswith("~/"):
-        body = os.path.expanduser("~") + body[1:]
+    body = paths.expand_home(body)
     absolute = body.startswith("/")
     body = posixpath.normpath(body) if body not in ("", ".") else ""
     head = "" if absolute else re.escape(root.rstrip("/") + "/") if body else re.escape(root)
@@ -629,7 +715,7 @@ def _shell_pattern(pattern: str) -> tuple[_Piece, ...]:
     """A shell pattern, cut into commands and canonicalised like a command line, so
     that quoting and spacing do not matter on either side."""
     pieces = []
-    for index, command in enumerate(shell.parse(_protect(pattern)).commands):
+    for index, command in enumerate(shell.parse(_protect(pattern), pattern=True).commands):
         body, prefix = _split_prefix(command.text.replace(_BACKSLASH, "\\"))
         regex = re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
         op = _OP_KIND.get(command.op_before, command.op_before) if index else None
@@ -684,17 +770,17 @@ def _check_rule(rule: Rule, effect: str, index: _Index, keep_other_servers: bool
     kind = getattr(tool, "subject_kind", "text")
     if kind != "shell":
         return
-    line = shell.parse(_protect(rule.pattern))
-    if line.opaque in ("unbalanced quotes", "unbalanced parentheses", "unbalanced backticks"):
-        raise PolicyError(f"the pattern has {line.opaque}, so it can never match")
+    line = shell.parse(_protect(rule.pattern), pattern=True)
+    if line.stopped:
+        raise PolicyError(f"the pattern has {line.unreadable}, so it can never match")
     if effect == "allow" and len(line.commands) > 1:
         raise PolicyError(
             "an allow pattern matches one command, and a line is allowed when each of its "
             "commands is; write one rule per command: "
             + ", ".join(f"{rule.tool}({c.text.replace(_BACKSLASH, chr(92))})"
                         for c in line.commands))
-    if effect == "allow" and line.opaque:
-        raise PolicyError(f"the pattern holds {line.opaque}, and a line with "
-                          f"{line.opaque} is never allowed by a pattern")
+    if effect == "allow" and line.unreadable:
+        raise PolicyError(f"the pattern holds {line.unreadable}, and a line holding it is "
+                          "never allowed by a pattern (nor by any rule)")
     if not line.commands:
         raise PolicyError("the pattern holds no command, so it can never match")

@@ -1,45 +1,67 @@
-"""How a shell command line is cut into the commands a policy rule can match (SPEC R19).
+"""How a shell command line is read into the commands a policy rule can match (SPEC R19
+and its addendum, "Rules about command lines").
 
 A rule such as ``run_command(git status)`` is about *one* command, but the model sends
-a *line*: ``git status && rm -rf /`` runs two programs. ``parse`` reads a line the way
-a POSIX shell splits it and returns:
+a *line*: ``git status && rm -rf /`` runs two programs. ``parse`` reads a line exactly
+as ``sh`` (dash) and ``bash`` both read it and returns:
 
 * ``commands``: the simple commands of the line, in order, each with the operator
-  that joins it to the previous one (``&&``, ``||``, ``;``, ``|``, ``|&``, ``&``, a
-  newline). A rule is matched against each command on its own, never against the line;
-* ``nested``: the command lines inside ``$(…)``, backticks, ``<(…)`` / ``>(…)``,
-  ``sh -c '…'`` and ``eval …``, which run too;
-* ``opaque``: why the line's effect cannot be read from its text (a substitution, a
-  variable expansion, a subshell, a here-document, unbalanced quotes), or ``None``.
+  that joins it to the previous one (``&&``, ``||``, ``;``, ``|``, ``&``, a newline),
+  its words (``argv``, unquoted), its assignments and redirections. A rule is matched
+  against each command on its own, never against the line;
+* ``nested``: the command lines that ``sh -c '…'`` and ``eval …`` run;
+* ``unreadable``: why the line is not fully understood, or ``None``.
+
+A line is **unreadable** when it holds anything this reader does not read exactly as
+both shells do: a control character (``\\r`` included), a character outside ASCII
+outside quotes (``²>``, ``１>``, a no-break space), an expansion (``$…``, backticks,
+``$'…'``, ``~user``, brace expansion), bash-only or dash-only syntax (``$[…]``, ``|&``,
+``&>``, ``<<<``, ``{fd}>``, multi-digit descriptors, ``a[…]=``, array subscripts in
+names given to ``printf -v`` / ``test -v`` / ``read`` …), a compound command
+(``if``, ``(…)``, ``{ …; }``, ``!``), a here-document, an alias, a syntax error, an
+unquoted glob that could expand into an option or a command's name, or a line past a
+size or nesting limit. Every check uses explicit ASCII sets (``str.isdigit`` accepts
+``²``). Such a line is allowed by no rule and denied whenever the tool has a deny rule
+(``policy.py``); the commands read before the trouble are still returned, with the
+whole line as one more command, so a deny rule can name the one it meets.
 
 Each command is kept in a canonical form, so quoting and spacing do not change what a
 rule matches: words are unquoted, then joined by one space, each re-quoted (POSIX
-single quotes) only where it holds a blank, a quote or a shell metacharacter.
-``git  status``, ``'git' status`` and ``g""it status`` are all ``git status``.
-Redirections that change nothing on disk (``2>/dev/null``, ``2>&1``) are dropped;
-any other output redirection marks the command as one that ``writes`` a file.
+single quotes) only where it holds a blank, a quote or a shell metacharacter. A
+leading ``~`` or ``~/`` is the home folder, as the shell expands it (SPEC R19 addendum:
+``~`` means the home folder in rules and tools alike). Redirections that change
+nothing on disk (``2>/dev/null``, ``2>&1``) are dropped; any other output redirection
+marks the command as one that ``writes`` a file.
 
-Why not ``shlex``: in POSIX mode it cannot tell an operator from a quoted one (``'&&'``
-and ``&&`` are the same token) and it does not see ``$(…)`` at all, which are the two
-things this module exists to see. The scanner below is deliberately small: what it does
-not understand makes the line ``opaque``, and an opaque line is never allowed by a
-pattern (policy.py), so a gap here can only make agentflow ask, never run silently.
+Rule patterns are read by the same code with ``pattern=True``: there ``*`` is the
+rule's wildcard, not a glob, and ``$`` or a backtick is plain text (``unreadable`` then
+only names what a line would be refused for).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass, field
 
-OPERATORS = ("&&", "||", ";;", "|&", "&", ";", "|", "\n")
-REDIRECTIONS = ("&>>", "<<<", "<<-", "&>", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">")
-_WRITING = {">", ">>", ">|", "&>", "&>>", "<>", ">&"}
-# \x01 stands for an escaped backslash while a policy pattern is read (policy.py)
+ASCII_DIGITS = frozenset("0123456789")
+ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would accept a final newline
+_PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7f))
+_WRITING = {">", ">>", ">|", "<>"}
+# \x00 and \x01 stand for ``\*`` and ``\\`` while a policy pattern is read (policy.py)
 _SAFE_WORD = re.compile(r"[^\s'\"\\;&|<>()$`#\x01]+")
-_SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "ash", "fish"}
-_MAX_DEPTH = 8
-_MAX_TAIL_WORDS, _MAX_TAIL_TEXT = 256, 16_384  # beyond: opaque, not quadratic
+_RESERVED = {"!", "{", "}", "case", "do", "done", "elif", "else", "esac", "fi", "for",
+             "if", "in", "then", "until", "while", "function", "select", "time",
+             "coproc", "[[", "]]"}
+# builtins whose arguments bash reads as variable names, where a[...] runs $(...)
+_NAME_TAKERS = {"printf", "test", "[", "read", "unset", "export", "readonly", "declare",
+                "typeset", "local", "getopts", "mapfile", "readarray", "wait", "let"}
+POSIX_SHELLS = {"sh", "bash", "dash", "ash", "ksh", "mksh", "posh", "rbash"}
+OTHER_SHELLS = {"zsh", "fish", "csh", "tcsh", "pwsh", "nu", "xonsh", "elvish", "yash"}
+_SHELL_OPTION_ARGS = {"--rcfile", "--init-file"}
+MAX_LINE, MAX_DEPTH, MAX_WORDS, MAX_TEXT = 65_536, 8, 256, 16_384
 
 
 @dataclass
@@ -50,31 +72,43 @@ class Command:
         text: the canonical form (str), what allow rules are matched against.
         tails: the canonical form of the command from each of its words on, and where
             that word is a path, also from its base name (``/bin/rm`` → ``rm``); list
-            of str, ``tails[0]`` is ``text`` without redirections. Deny and ask rules are matched against every
-            tail, so ``sudo rm -rf /``, ``xargs rm -rf``, ``find . -exec rm -rf {} ;``
-            and ``/bin/rm -rf /`` all meet ``rm -rf *``.
+            of str, ``tails[0]`` is ``text`` without redirections. Deny and ask rules
+            are matched against every tail, so ``sudo rm -rf /``, ``xargs rm -rf``,
+            ``find . -exec rm -rf {} ;`` and ``/bin/rm -rf /`` all meet ``rm -rf *``.
         writes: whether it redirects output to a file (bool).
         op_before: the operator joining it to the previous command, ``None`` first.
+        words: the command's words after its assignments, unquoted (list of str):
+            ``words[0]`` is the program.
+        assignments: its leading ``NAME=value`` words (list of str).
+        redirects: ``(fd, op, target)`` triples (str, str, str), harmless ones too,
+            ``fd`` ``""`` when none is written.
+        globs: the indexes in ``words`` of words holding an unquoted glob (list of
+            int); the shell may replace them with file names.
     """
 
     text: str
     tails: list
     writes: bool = False
     op_before: str | None = None
+    words: list = field(default_factory=list)
+    assignments: list = field(default_factory=list)
+    redirects: list = field(default_factory=list)
+    globs: list = field(default_factory=list)
 
 
 @dataclass
 class CommandLine:
-    """A parsed line: ``commands`` (list of ``Command``), ``nested`` (list of
-    ``CommandLine`` run by substitutions and ``sh -c``) and ``opaque`` (str or
-    ``None``), see the module's docstring."""
+    """A line as read: ``commands`` (list of ``Command``), ``nested`` (list of
+    ``CommandLine`` that ``sh -c`` and ``eval`` run) and ``unreadable`` (str or
+    ``None``, for this line and every nested one), see the module's docstring."""
 
     commands: list[Command] = field(default_factory=list)
     nested: list["CommandLine"] = field(default_factory=list)
-    opaque: str | None = None
+    unreadable: str | None = None
+    stopped: bool = False  # reading stopped at the trouble (a pattern: it can never match)
 
     def every_command(self):
-        """Walk the line and its nested lines (substitutions).
+        """Walk the line and the lines it runs (``sh -c``, ``eval``).
 
         Yields:
             Command: each command, this line's first.
@@ -82,6 +116,16 @@ class CommandLine:
         yield from self.commands
         for line in self.nested:
             yield from line.every_command()
+
+    def every_line(self):
+        """Walk this line and every nested one.
+
+        Yields:
+            CommandLine: this line first.
+        """
+        yield self
+        for line in self.nested:
+            yield from line.every_line()
 
 
 def quote(word: str) -> str:
@@ -97,36 +141,37 @@ def quote(word: str) -> str:
     return word if _SAFE_WORD.fullmatch(word) else shlex.quote(word)
 
 
-def parse(line: str, _depth: int = 0) -> CommandLine:
-    """Cut a command line into commands, see the module's docstring. Never raises.
+def parse(line: str, pattern: bool = False, _depth: int = 0) -> CommandLine:
+    """Read a command line, see the module's docstring. Never raises.
 
     Args:
         line: the command line (str).
+        pattern: ``True`` to read a rule's pattern (``*`` a wildcard, see above).
 
     Returns:
-        CommandLine: the commands; a line it cannot read is returned ``opaque`` with
-        one command holding the whole text (whitespace collapsed), so a deny rule can
-        still match it (SPEC R19).
+        CommandLine: the commands; an unreadable line also holds the commands read
+        before the trouble and the whole text (blanks collapsed) as one more command.
     """
     result = CommandLine()
+    scanner = _Scanner(line, result, pattern, _depth)
     try:
-        tokens = _Scanner(line, result, _depth).tokens()
+        if len(line) > MAX_LINE and not pattern:
+            raise _Unreadable(f"a line longer than {MAX_LINE} characters")
+        scanner.scan()
+        _build(scanner.out, result, pattern, _depth, final=True)
     except _Unreadable as exc:
-        result.opaque = str(exc)
-        text = " ".join(line.split())
-        result.commands = [Command(text, [text])]
-        return result
-    words: list = []
-    op = None
-    for kind, value in tokens + [("op", None)]:
-        if kind != "op":
-            words.append((kind, value))
-            continue
-        if words:
-            command = _command(words, op, result, _depth)
-            if command is not None:
-                result.commands.append(command)
-        words, op = [], value
+        result.unreadable, result.stopped = str(exc), True
+        if not result.commands:
+            try:
+                _build(scanner.out, result, pattern, _depth, final=False)
+            except _Unreadable:
+                pass
+        text = " ".join(line[:MAX_LINE].split())
+        if text and all(c.text != text for c in result.commands):
+            result.commands.append(Command(text, [text]))
+    for nested in result.nested:
+        if nested.unreadable and result.unreadable is None:
+            result.unreadable = nested.unreadable
     return result
 
 
@@ -134,267 +179,408 @@ class _Unreadable(ValueError):
     pass
 
 
+@dataclass
+class _Word:
+    """A word being read: ``text`` unquoted; ``plain`` marks, per character, whether it
+    stood unquoted (for globs, ``~``, ``{``, reserved words)."""
+
+    text: list = field(default_factory=list)
+    plain: list = field(default_factory=list)
+
+    def add(self, chars: str, plain: bool) -> None:
+        self.text.append(chars)
+        self.plain.extend([plain] * len(chars))
+
+    def value(self) -> str:
+        return "".join(self.text)
+
+    def unquoted(self) -> str:
+        """The word with every quoted character replaced by ``\\x02``."""
+        return "".join(c if p else "\x02" for c, p in zip(self.value(), self.plain))
+
+
 class _Scanner:
-    """Turns a line into ``("word", str)``, ``("redirect", (op, target))`` and
-    ``("op", str)`` tokens, recording substitutions and expansions on ``result``."""
+    """Turns a line into ``("word", _Word)``, ``("redirect", (fd, op, _Word))`` and
+    ``("op", str)`` tokens."""
 
-    def __init__(self, line: str, result: CommandLine, depth: int):
-        self.s, self.i, self.result, self.depth = line, 0, result, depth
+    def __init__(self, line: str, result: CommandLine, pattern: bool, depth: int):
+        self.s, self.i, self.result, self.pattern = line, 0, result, pattern
         self.out: list = []
-        self.buf: list[str] = []
-        self.in_word = False
-        self.quoted = False  # the current word has a quoted part (not an fd number)
-        self.redirect: str | None = None
+        self.word: _Word | None = None
 
-    def opaque(self, why: str) -> None:
-        if self.result.opaque is None:
-            self.result.opaque = why
+    def refuse(self, why: str) -> None:
+        """A line: stop, unreadable. A pattern: note what a line would be refused for."""
+        if not self.pattern:
+            raise _Unreadable(why)
+        if self.result.unreadable is None:
+            self.result.unreadable = why
 
-    def nest(self, body: str) -> None:
-        if self.depth >= _MAX_DEPTH:
-            raise _Unreadable("substitutions nested too deeply")
-        self.result.nested.append(parse(body, self.depth + 1))
+    def add(self, chars: str, plain: bool) -> None:
+        if self.word is None:
+            self.word = _Word()
+        self.word.add(chars, plain)
 
     def end_word(self) -> None:
-        if not self.in_word:
+        if self.word is None:
             return
-        word = "".join(self.buf)
-        if self.redirect is not None:
-            self.out.append(("redirect", (self.redirect, word)))
-            self.redirect = None
+        word, self.word = self.word, None
+        if self.out and self.out[-1][0] == "redirect" and self.out[-1][1][2] is None:
+            fd, op, _ = self.out.pop()[1]
+            self.out.append(("redirect", (fd, op, word)))
         else:
             self.out.append(("word", word))
-        self.buf, self.in_word, self.quoted = [], False, False
+
+    def pending_redirect(self) -> bool:
+        return bool(self.out) and self.out[-1][0] == "redirect" and self.out[-1][1][2] is None
 
     def emit_op(self, op: str) -> None:
         self.end_word()
-        if self.redirect is not None:
-            raise _Unreadable(f"a redirection ({self.redirect}) without a target")
+        if self.pending_redirect():
+            raise _Unreadable("a redirection without a target")
         self.out.append(("op", op))
 
-    def tokens(self) -> list:
+    def check_char(self, c: str, quoted: bool) -> None:
+        if self.pattern or c in _PRINTABLE or c in "\t\n":
+            return
+        if ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0:
+            self.refuse(f"a control character ({c!r})")
+        elif not quoted:
+            self.refuse(f"a character outside ASCII outside quotes ({c!r}, U+{ord(c):04X})")
+
+    def scan(self) -> None:
         s = self.s
         while self.i < len(s):
             c = s[self.i]
+            self.check_char(c, quoted=False)
             if c == "\\":
-                if s.startswith("\\\n", self.i):  # a line continuation
+                nxt = s[self.i + 1:self.i + 2]
+                if nxt == "\n":  # a line continuation
                     self.i += 2
                     continue
-                self.buf.append(s[self.i + 1:self.i + 2])
-                self.in_word = self.quoted = True
+                if not nxt:
+                    self.refuse("a backslash at the end of the line")
+                    nxt = "\\"
+                self.check_char(nxt, quoted=False)
+                self.add(nxt, False)
                 self.i += 2
             elif c == "'":
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     raise _Unreadable("unbalanced quotes")
-                self.buf.append(s[self.i + 1:end])
-                self.in_word = self.quoted = True
+                for ch in s[self.i + 1:end]:
+                    self.check_char(ch, quoted=True)
+                self.add(s[self.i + 1:end], False)
                 self.i = end + 1
             elif c == '"':
                 self.double_quoted()
             elif c == "$":
-                self.dollar()
+                if s.startswith("$'", self.i):
+                    self.refuse("ANSI-C quoting ($'…'), read differently by dash and bash")
+                elif s.startswith('$"', self.i):
+                    self.refuse('a translated string ($"…"), bash only')
+                elif s.startswith("$[", self.i):
+                    self.refuse("an arithmetic expansion ($[…]), bash only")
+                else:
+                    self.refuse("an expansion ($…)")
+                self.add("$", True)
+                self.i += 1
             elif c == "`":
-                self.backtick()
-            elif c in " \t\r":
+                self.refuse("a command substitution (`…`)")
+                self.add("`", True)
+                self.i += 1
+            elif c in " \t":
                 self.end_word()
                 self.i += 1
-            elif c == "#" and not self.in_word:  # a comment: the shell runs none of it
+            elif c == "#" and self.word is None:  # a comment: the shell runs none of it
                 end = s.find("\n", self.i)
                 self.i = len(s) if end < 0 else end
-            elif c in "<>" and s.startswith("(", self.i + 1):
-                self.opaque("process substitution")
-                body, self.i = _closing(s, self.i + 2)
-                self.nest(body)
-                self.buf.append(f"{c}({body})")
-                self.in_word = True
-            elif c in "<>" or s.startswith("&>", self.i):
+            elif c in "<>":
                 self.redirection()
             elif c in "()":
-                self.opaque("a subshell or group")
-                self.emit_op(";")
+                self.refuse("a subshell, group or function (parentheses)")
+                self.add(c, True)
                 self.i += 1
             elif c in ";&|\n":
-                op = next(o for o in OPERATORS if s.startswith(o, self.i))
-                self.emit_op(op)
-                self.i += len(op)
+                self.operator()
             else:
-                self.buf.append(c)
-                self.in_word = True
+                self.add(c, True)
                 self.i += 1
         self.end_word()
-        if self.redirect is not None:
-            raise _Unreadable(f"a redirection ({self.redirect}) without a target")
-        return self.out
+        if self.pending_redirect():
+            raise _Unreadable("a redirection without a target")
+
+    def operator(self) -> None:
+        s, i = self.s, self.i
+        two = s[i:i + 2]
+        if two in ("&&", "||"):
+            op = two
+        elif two == ";;" or two == ";&":
+            self.refuse(f"{two} outside a case (a syntax error)")
+            op = ";"
+        elif two == "|&":
+            self.refuse("|& (bash only)")
+            op = "|&"
+        elif two == "&>":
+            self.refuse("&> (bash writes a file, dash runs the command in the background)")
+            self.end_word()
+            self.out.append(("redirect", ("", "&>", None)))
+            self.i += 2
+            return
+        else:
+            op = s[i]
+        self.emit_op(op)
+        self.i += len(op)
 
     def double_quoted(self) -> None:
         s, i = self.s, self.i + 1
-        self.in_word = self.quoted = True
+        self.add("", False)
         while i < len(s) and s[i] != '"':
-            if s[i] == "\\" and i + 1 < len(s) and s[i + 1] in '$`"\\\n':
+            c = s[i]
+            self.check_char(c, quoted=True)
+            if c == "\\" and i + 1 < len(s) and s[i + 1] in '$`"\\\n':
                 if s[i + 1] != "\n":
-                    self.buf.append(s[i + 1])
+                    self.add(s[i + 1], False)
                 i += 2
-            elif s[i] in "$`":
-                self.i = i
-                (self.dollar if s[i] == "$" else self.backtick)()
-                i = self.i
-            else:
-                self.buf.append(s[i])
-                i += 1
+                continue
+            if c == "$" or c == "`":
+                self.refuse("an expansion inside double quotes")
+            self.add(c, False)
+            i += 1
         if i >= len(s):
             raise _Unreadable("unbalanced quotes")
-        self.i = i + 1
-
-    def dollar(self) -> None:
-        s, i = self.s, self.i
-        nxt = s[i + 1:i + 2]
-        if s.startswith("$((", i):
-            self.opaque("arithmetic expansion")
-            body, end = _closing(s, i + 2)
-            self.buf.append(s[i:end])
-            self.i = end
-        elif nxt == "(":
-            self.opaque("command substitution")
-            body, end = _closing(s, i + 2)
-            self.nest(body)
-            self.buf.append(f"$({body})")
-            self.i = end
-        elif nxt == "'":
-            self.opaque("ANSI-C quoting")
-            end = i + 2
-            while end < len(s) and s[end] != "'":
-                end += 2 if s[end] == "\\" else 1
-            if end >= len(s):
-                raise _Unreadable("unbalanced quotes")
-            self.buf.append(s[i:end + 1])
-            self.i = end + 1
-        elif nxt == "{" or (nxt and (nxt.isalnum() or nxt in "_?$!#*@-")):
-            self.opaque("variable expansion")
-            self.buf.append("$")
-            self.i += 1
-        else:
-            self.buf.append("$")
-            self.i += 1
-        self.in_word = True
-
-    def backtick(self) -> None:
-        s, i = self.s, self.i + 1
-        self.opaque("command substitution")
-        body = []
-        while i < len(s) and s[i] != "`":
-            if s[i] == "\\" and i + 1 < len(s):
-                body.append(s[i + 1])
-                i += 2
-            else:
-                body.append(s[i])
-                i += 1
-        if i >= len(s):
-            raise _Unreadable("unbalanced backticks")
-        self.nest("".join(body))
-        self.buf.append("`" + "".join(body) + "`")
-        self.in_word = True
         self.i = i + 1
 
     def redirection(self) -> None:
         s = self.s
         fd = ""
-        if self.in_word and not self.quoted and "".join(self.buf).isdigit():
-            fd, self.buf, self.in_word = "".join(self.buf), [], False
+        if self.word is not None:
+            text, bare = self.word.value(), self.word.unquoted()
+            if text and text == bare and set(text) <= ASCII_DIGITS:
+                if len(text) > 1:
+                    self.refuse(f"a file descriptor of more than one digit ({text}), "
+                                "read differently by dash and bash")
+                fd, self.word = text, None
+            elif bare.startswith("{") and bare.endswith("}"):
+                self.refuse("a named file descriptor ({var}>), bash only")
         self.end_word()
-        if self.redirect is not None:
-            raise _Unreadable(f"a redirection ({self.redirect}) without a target")
-        op = next(o for o in REDIRECTIONS if s.startswith(o, self.i))
-        self.i += len(op)
-        if op in ("<<", "<<-"):
-            self.opaque("a here-document")
-        self.redirect = fd + op
-
-
-def _closing(s: str, start: int) -> tuple[str, int]:
-    """The text from ``start`` to the ``)`` that closes the ``(`` just before it,
-    skipping quoted text; and the index after that ``)``."""
-    depth, i = 1, start
-    while i < len(s):
-        c = s[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "'":
-            end = s.find("'", i + 1)
-            if end < 0:
+        if self.pending_redirect():
+            raise _Unreadable("a redirection without a target")
+        for op in ("<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">"):
+            if s.startswith(op, self.i):
                 break
-            i = end + 1
-            continue
-        if c == '"':
-            i += 1
-            while i < len(s) and s[i] != '"':
-                i += 2 if s[i] == "\\" else 1
-            i += 1
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return s[start:i], i + 1
-        i += 1
-    raise _Unreadable("unbalanced parentheses")
+        if op == "<<<":
+            self.refuse("a here-string (<<<), bash only")
+        elif op in ("<<", "<<-"):
+            self.refuse("a here-document")
+        self.i += len(op)
+        self.out.append(("redirect", (fd, op, None)))
 
 
-def _harmless(op: str, target: str) -> bool:
-    """A redirection that changes nothing on disk: to or from /dev/null, or a copy of
-    one file descriptor onto another (``2>&1``, ``>&-``)."""
-    bare = op.lstrip("0123456789")
-    if target == "/dev/null":
-        return True
-    return bare in (">&", "<&") and (target.isdigit() or target == "-")
+def _words(value: _Word, pattern: bool) -> str:
+    """A word's final text: ``~`` expanded, checked for expansions bash or dash make."""
+    text, bare = value.value(), value.unquoted()
+    if bare.startswith("~"):
+        if text == "~" or (bare.startswith("~/")):
+            home = os.environ.get("HOME")
+            if home is None:
+                if not pattern:
+                    raise _Unreadable("~ with no HOME set")
+            else:
+                text = home + text[1:]
+                bare = "\x02" * len(home) + bare[1:]
+        elif not pattern:
+            raise _Unreadable("a ~ expansion other than ~ and ~/ (~user, ~+ …)")
+    if not pattern:
+        if re.search(r"[=:]~", bare):
+            raise _Unreadable("a ~ after = or : (bash expands it in some words)")
+        if re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", bare):
+            raise _Unreadable("brace expansion ({a,b}, {1..3}), bash only")
+    return text
 
 
-def _command(tokens: list, op: str | None, result: CommandLine, depth: int) -> Command | None:
-    parts, words, writes = [], [], False
-    for kind, value in tokens:
-        if kind == "word":
-            words.append(value)
-            parts.append(quote(value))
+def _is_glob(bare: str) -> bool:
+    return "*" in bare or "?" in bare or re.search(r"\[.*\]", bare) is not None
+
+
+def _build(tokens: list, result: CommandLine, pattern: bool, depth: int,
+           final: bool) -> None:
+    """Group tokens into commands, checking the operators' grammar (a line starting
+    with ``;``, two operators in a row or one at the end is a syntax error)."""
+    parts: list = []
+    op, after = None, "start"  # after: "start", "and" (&&, ||, |), "sep" (; &), "cmd"
+    for kind, value in tokens + [("end", None)]:
+        if kind in ("word", "redirect"):
+            parts.append((kind, value))
             continue
-        redirect, target = value
-        if _harmless(redirect, target):
+        if parts:
+            result.commands.append(_command(parts, op, result, pattern, depth))
+            parts, after, op = [], "cmd", None
+        if kind == "end":
+            if after == "and" and final and not pattern:
+                raise _Unreadable("a line ending in an operator (a syntax error)")
+            break
+        if value == "\n":
+            if after in ("cmd", "sep"):
+                op, after = "\n", "sep"
             continue
-        writes = writes or redirect.lstrip("0123456789") in _WRITING
-        parts.append(redirect + quote(target))
-    if not parts:
-        return None
-    text = " ".join(parts)
-    if len(words) > _MAX_TAIL_WORDS or len(text) > _MAX_TAIL_TEXT:
-        if result.opaque is None:
-            result.opaque = "a command too long to check"
-        tails = [text]
-    else:
-        tails = []
-        for start in range(len(words)):
-            rest = " ".join(quote(w) for w in words[start + 1:])
-            program = words[start]
-            names = [program]
-            if "/" in program.rstrip("/") and _SAFE_WORD.fullmatch(program):
-                names.append(program.rstrip("/").rsplit("/", 1)[-1])  # /bin/rm: rm
-            tails += [f"{quote(name)} {rest}".rstrip(" ") for name in names]
-    _nested_scripts(words, result, depth)
-    return Command(text, tails or [text], writes, op)
+        if after != "cmd" and not pattern:
+            raise _Unreadable(f"{value!r} where a command belongs (a syntax error)")
+        op, after = value, ("sep" if value in (";", "&") else "and")
+
+
+def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
+             depth: int) -> Command:
+    words, assignments, redirects, globs, shown = [], [], [], [], []
+    writes = False
+    for kind, value in parts:
+        if kind == "redirect":
+            fd, bare_op, target_word = value
+            if target_word is None:  # a line read only in part
+                continue
+            target = _words(target_word, pattern)
+            if not pattern:
+                bare = target_word.unquoted()
+                if bare_op in (">&", "<&") and not (
+                        target == bare and (target == "-" or (
+                            len(target) == 1 and target in ASCII_DIGITS))):
+                    raise _Unreadable(f"{bare_op}{target} (bash writes a file there, "
+                                      "dash refuses it)")
+                if _is_glob(bare):
+                    raise _Unreadable("a glob in a redirection (bash expands it, dash "
+                                      "does not)")
+            redirects.append((fd, bare_op, target))
+            if target == "/dev/null" or bare_op in (">&", "<&"):
+                continue
+            writes = writes or bare_op in _WRITING
+            shown.append(fd + bare_op + quote(target))
+            continue
+        bare = value.unquoted()
+        text = _words(value, pattern)
+        if not words and not assignments and not pattern and bare in _RESERVED:
+            raise _Unreadable(f"a compound command or reserved word ({bare})")
+        if not words and not pattern:
+            name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", bare)
+            rest = bare[name.end():] if name else ""
+            if name and rest.startswith("="):
+                assignments.append(text)
+                shown.append(quote(text))
+                continue
+            if name and (rest.startswith("[") or rest.startswith("+=")):
+                raise _Unreadable("a bash array or += assignment")
+        if not pattern and _is_glob(bare):
+            if not words:
+                raise _Unreadable("a glob in a command's name")
+            if bare[:1] in "*?[-\x02" and (bare[:1] != "\x02" or text[:1] == "-"):
+                raise _Unreadable(f"an unquoted glob ({text}) that could expand into an "
+                                  "option")
+            globs.append(len(words))
+        words.append(text)
+        shown.append(quote(text))
+    if not pattern and words:
+        _bash_only_builtins(words)
+    text = " ".join(shown)
+    if not pattern and (len(words) + len(assignments) > MAX_WORDS or len(text) > MAX_TEXT):
+        raise _Unreadable(f"a command of more than {MAX_WORDS} words or {MAX_TEXT} "
+                          "characters")
+    tails = []
+    everything = assignments + words
+    for start in range(len(everything)):
+        rest = " ".join(quote(w) for w in everything[start + 1:])
+        program = everything[start]
+        names = [program]
+        if "/" in program.rstrip("/") and _SAFE_WORD.fullmatch(program):
+            names.append(program.rstrip("/").rsplit("/", 1)[-1])  # /bin/rm: rm
+        tails += [f"{quote(name)} {rest}".rstrip(" ") for name in names]
+    if not pattern:
+        _nested_scripts(words, result, depth)
+    return Command(text, tails or [text], writes, op, words, assignments, redirects, globs)
+
+
+def _bash_only_builtins(words: list[str]) -> None:
+    name = words[0]
+    if name == "let":
+        raise _Unreadable("let (bash arithmetic)")
+    if name == "alias":
+        raise _Unreadable("an alias, which changes how later commands are read")
+    if name in _NAME_TAKERS and any("[" in w for w in words[1:]):
+        raise _Unreadable(f"{name} with a bash array subscript (a[…]) in an argument, "
+                          "which bash evaluates")
 
 
 def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
     """``sh -c SCRIPT`` and ``eval WORDS`` run a line of their own, wherever they
-    stand in the command (``sudo sh -c …``): parse it too."""
-    if depth >= _MAX_DEPTH:
-        return
+    stand in the command (``sudo sh -c …``): read it too; past the nesting limit, or
+    a script of a shell this module cannot read, the line is unreadable."""
     for position, word in enumerate(words):
         name = word.rsplit("/", 1)[-1]
-        if name == "eval" and position + 1 < len(words):
-            result.nested.append(parse(" ".join(words[position + 1:]), depth + 1))
-            return
-        if name in _SHELLS:
-            for offset, option in enumerate(words[position + 1:-1], position + 1):
-                if option.startswith("-") and not option.startswith("--") and "c" in option:
-                    result.nested.append(parse(words[offset + 1], depth + 1))
-                    return
+        script, rest = None, words[position + 1:]
+        if name == "eval" and rest:
+            script = " ".join(rest)
+        elif name in _RUNS_A_SCRIPT and rest:
+            script = _RUNS_A_SCRIPT[name](rest)
+        elif name in POSIX_SHELLS or name in OTHER_SHELLS:
+            script = _shell_script(words[position + 1:])
+            if script is not None and name in OTHER_SHELLS:
+                raise _Unreadable(f"a script for {name}, whose syntax this reader does "
+                                  "not read")
+        if script is None:
+            continue
+        if depth + 1 > MAX_DEPTH:
+            raise _Unreadable(f"scripts nested more than {MAX_DEPTH} deep")
+        result.nested.append(parse(script, _depth=depth + 1))
+        return
+
+
+def _option_value(args: list[str], *names: str) -> str | None:
+    for index, arg in enumerate(args):
+        if arg in names and index + 1 < len(args):
+            return args[index + 1]
+        for name in names:
+            if name.startswith("--") and arg.startswith(name + "="):
+                return arg[len(name) + 1:]
+    return None
+
+
+def _watch_command(args: list[str]) -> str:
+    """watch(1) joins its operands and runs them with ``sh -c``."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        index += 2 if args[index] in ("-n", "--interval", "-q", "--equexit") else 1
+    return " ".join(args[index:])
+
+
+# programs that run a line of shell given as an argument (their manual pages)
+_RUNS_A_SCRIPT = {
+    "trap": lambda args: (args[1:2] or [None])[0] if args[0] == "--" else (
+        None if args[0] in ("-", "-p", "-l") else args[0]),
+    "su": lambda args: _option_value(args, "-c", "--command"),
+    "runuser": lambda args: _option_value(args, "-c", "--command"),
+    "script": lambda args: _option_value(args, "-c", "--command"),
+    "flock": lambda args: _option_value(args, "-c", "--command"),
+    "watch": _watch_command,
+    "env": lambda args: _option_value(args, "-S", "--split-string"),
+}
+
+
+def _shell_script(args: list[str]) -> str | None:
+    """The ``-c`` script of a shell's arguments (``-e``, ``-o OPT``, ``--`` … read as
+    sh(1) and bash(1) read them), or ``None`` when there is no ``-c``."""
+    has_c, index = False, 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--" or arg == "-":
+            index += 1
+            break
+        if arg.startswith("--"):
+            index += 2 if arg in _SHELL_OPTION_ARGS else 1
+            continue
+        if len(arg) < 2 or arg[0] not in "-+":
+            break
+        letters = arg[1:]
+        has_c = has_c or "c" in letters
+        index += 1 + sum(1 for letter in letters if letter in "oO")
+    if not has_c:
+        return None
+    if index >= len(args):
+        raise _Unreadable("sh -c without its script")
+    return args[index]

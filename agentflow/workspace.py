@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import stat
 
-from . import shell
+from . import paths, shell
 from .policy import path_matches
 
 SECRET_FILES = (
@@ -91,10 +90,12 @@ class Workspace:
         self._judged_safe: dict[str, str] = {}
 
     def resolve(self, path: str) -> str:
-        """``path`` as the OS will open it: absolute, ``..`` collapsed, symlinks followed.
+        """``path`` as the OS will open it: absolute, ``~`` the home folder, ``..``
+        collapsed, symlinks followed (``agentflow.paths.resolve``, which the policy's
+        rules use too, SPEC R19 addendum).
 
         Args:
-            path: a path relative to the workspace, or absolute (str).
+            path: a path relative to the workspace, absolute, or under ``~`` (str).
 
         Returns:
             str: the resolved absolute path (it need not exist).
@@ -103,7 +104,7 @@ class Workspace:
             ValueError: ``path`` contains a NUL character.
             OSError: the operating system refuses the path (``os.path.realpath``).
         """
-        return os.path.realpath(os.path.join(self.root, path))
+        return paths.resolve(path, self.root)
 
     def inside(self, resolved: str) -> bool:
         """Whether a resolved path is the workspace or lies under it.
@@ -242,27 +243,22 @@ class Workspace:
         """Warnings about the paths a shell command names.
 
         Args:
-            command: a shell command line (str), split as ``agentflow.shell`` and
-                ``shlex`` (POSIX rules) split it; a part that cannot be split is
-                skipped.
+            command: a shell command line (str), read by ``agentflow.shell``.
 
         Returns:
             list[str]: one ``names <path>: …`` concern (see ``concern``) for each
-            distinct word that looks like a path (contains ``/`` or starts with
-            ``.`` or ``~``, ``~`` expanded) and lies outside the workspace or is a
-            secret file, in order of appearance; empty when none.
+            distinct word or redirection target that looks like a path (contains
+            ``/`` or starts with ``.`` or ``~``) and lies outside the workspace or is
+            a secret file, in order of appearance; empty when none.
         """
         warnings = []
         for command_part in shell.parse(command).every_command():
-            try:
-                words = shlex.split(command_part.text)
-            except ValueError:
-                continue
-            for word in words:
+            words = command_part.words or command_part.text.split()
+            for word in words + [target for _, _, target in command_part.redirects]:
                 word = word.lstrip("0123456789<>&|")
                 if not word or not ("/" in word or word.startswith((".", "~"))):
                     continue
-                concern = self.concern(os.path.expanduser(word), "names")
+                concern = self.concern(word, "names")
                 if concern and concern not in warnings:
                     warnings.append(concern)
         return warnings

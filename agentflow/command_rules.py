@@ -1,0 +1,464 @@
+"""Options and sub-commands that make a program run another program, write a file, or
+read one the line does not name (SPEC R19 addendum).
+
+A wildcard rule (``git *``, ``sed *``, a bare ``run_command``) allows a family of
+lines; a person writing it means the program's ordinary work, not ``git -c
+core.fsmonitor='touch X' status``. So a wildcard rule never allows a command that
+uses an entry of ``TABLE``; an exact rule (no wildcard) still may. For programs whose
+job is to run code (``make``, ``npm run``, ``pytest``) the entries are the options that
+change which code runs or where it writes.
+
+``TABLE`` is data: each ``Entry`` names the program, where the option stands, what it
+does and the source that says so (the program's manual page, or the published advisory
+of another agent that fixed it as a vulnerability). ``used(command)`` gives the first
+entry a ``shell.Command`` uses; ``agentflow policy check`` prints it.
+
+How an option is recognised: a long option (``--output``) as itself, ``--output=…`` or
+an abbreviation of three characters or more (``--out``: git, GNU tools and argparse
+accept them); a short one (``-o``) as itself, with its value attached (``-ofile``) or at
+the end of a cluster of flags (``-sSo``); an option of ``find`` (``-exec``) only as the
+whole word. A word holding an unquoted glob counts as any option it could expand to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+RUNS, WRITES, READS = ("runs another program", "writes a file the line does not name",
+                       "reads a file the line does not name")
+SECRETS = "prints the environment, which holds every secret"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the table.
+
+    Attributes:
+        programs: the program names it applies to (tuple of str, base names).
+        what: what it does (str, one of ``RUNS``, ``WRITES``, ``READS``, ``SECRETS``).
+        source: where that is documented (str: manual page and section, or advisory).
+        options: the options (tuple of str); empty with ``check`` or ``always``.
+        sub: the sub-commands the options belong to (tuple of str), ``None`` for the
+            program's own options; with no options, using the sub-command is enough.
+        before_sub: the options stand before the sub-command (git's global options).
+        check: the name of an operand check (``sed-script``, ``awk-program``,
+            ``env-command``, ``make-variables``, ``python``, ``less-commands``) or ``None``.
+        always: every use of the program counts (bool).
+    """
+
+    programs: tuple
+    what: str
+    source: str
+    options: tuple = ()
+    sub: tuple | None = None
+    before_sub: bool = False
+    check: str | None = None
+    always: bool = False
+
+    def __str__(self) -> str:
+        head = "/".join(self.programs)
+        if self.sub:
+            head += " " + "/".join(self.sub)
+        if self.options:
+            head += " " + "/".join(self.options)
+        elif self.check:
+            head += f" ({self.check})"
+        return f"{head}: {self.what} (source: {self.source})"
+
+
+_GIT_DIFF = ("log", "show", "diff", "whatchanged", "diff-tree", "diff-files", "diff-index",
+             "range-diff", "format-patch")
+
+TABLE = (
+    # -- git --------------------------------------------------------------------------------
+    Entry(("git",), RUNS, "git(1) OPTIONS -c, --config-env; git-config(1) core.fsmonitor, "
+          "core.pager, alias.*; CVE-2022-24765", options=("-c", "--config-env"),
+          before_sub=True),
+    Entry(("git",), RUNS, "git(1) OPTIONS --exec-path", options=("--exec-path",),
+          before_sub=True),
+    Entry(("git",), RUNS, "git-config(1): alias.* and core.* settings run programs later",
+          sub=("config",)),
+    Entry(("git",), RUNS, "git-grep(1) -O/--open-files-in-pager",
+          options=("-O", "--open-files-in-pager"), sub=("grep",)),
+    Entry(("git",), RUNS, "git-clone(1) -u/--upload-pack, --template (hooks), -c/--config",
+          options=("-u", "--upload-pack", "--template", "-c", "--config"), sub=("clone",)),
+    Entry(("git",), RUNS, "git-fetch(1), git-pull(1), git-push(1), git-ls-remote(1), "
+          "git-archive(1): --upload-pack, --receive-pack, --exec",
+          options=("--upload-pack", "--receive-pack", "--exec"),
+          sub=("fetch", "pull", "push", "ls-remote", "archive", "remote", "submodule")),
+    Entry(("git",), WRITES, "git-log(1), git-diff(1) --output; git-format-patch(1) "
+          "-o/--output-directory",
+          options=("--output", "-o", "--output-directory"), sub=_GIT_DIFF),
+    Entry(("git",), RUNS, "git-diff(1) --ext-diff, git-difftool(1) -x/--extcmd",
+          options=("--ext-diff", "-x", "--extcmd", "-t", "--tool"), sub=_GIT_DIFF + ("difftool",)),
+    Entry(("git",), RUNS, "git-rebase(1) -x/--exec", options=("-x", "--exec"),
+          sub=("rebase",)),
+    Entry(("git",), RUNS, "git-bisect(1) run, git-submodule(1) foreach, git-filter-branch(1), "
+          "git-mergetool(1), git-difftool(1), git-send-email(1)",
+          sub=("bisect", "filter-branch", "mergetool", "difftool", "send-email",
+               "instaweb", "daemon")),
+    Entry(("git",), SECRETS, "git-credential(1): prints stored passwords",
+          sub=("credential", "credential-store", "credential-cache")),
+    Entry(("git",), READS, "git-blame(1) --contents", options=("--contents",),
+          sub=("blame", "annotate")),
+    # -- find -------------------------------------------------------------------------------
+    Entry(("find",), RUNS, "find(1) ACTIONS -exec, -execdir, -ok, -okdir",
+          options=("-exec", "-execdir", "-ok", "-okdir")),
+    Entry(("find",), WRITES, "find(1) ACTIONS -fprint, -fprint0, -fprintf, -fls, -delete",
+          options=("-fprint", "-fprint0", "-fprintf", "-fls", "-delete")),
+    # -- sed, awk ---------------------------------------------------------------------------
+    Entry(("sed", "gsed"), WRITES, "sed(1) -i/--in-place", options=("-i", "--in-place")),
+    Entry(("sed", "gsed"), RUNS, "sed(1) -f/--file: the script comes from a file",
+          options=("-f", "--file")),
+    Entry(("sed", "gsed"), RUNS, "GNU sed manual, 3.2/3.8: the e command and the s///e "
+          "flag run a command, w/W and s///w write a file, r/R read one; the advisory "
+          "\"Claude Code: Sed Command Validation Bypass that Allows Arbitrary File Writes\" "
+          "(fixed in 2.0.31)", check="sed-script"),
+    Entry(("awk", "gawk", "mawk", "nawk", "busybox-awk"), RUNS, "awk(1p), gawk(1): system(), "
+          "print | cmd, cmd | getline, print > file, getline < file, ENVIRON", check="awk-program"),
+    Entry(("awk", "gawk", "mawk", "nawk"), RUNS, "gawk(1) -f/--file, -i/--include, "
+          "-l/--load (a shared library), -E/--exec",
+          options=("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec")),
+    Entry(("awk", "gawk", "mawk", "nawk"), WRITES, "gawk(1) -o/--pretty-print, -p/--profile, "
+          "-d/--dump-variables", options=("-o", "--pretty-print", "-p", "--profile", "-d",
+                                           "--dump-variables")),
+    # -- rg, grep ---------------------------------------------------------------------------
+    Entry(("rg",), RUNS, "rg(1) --pre COMMAND, --hostname-bin COMMAND",
+          options=("--pre", "--hostname-bin")),
+    # -- tar --------------------------------------------------------------------------------
+    Entry(("tar", "gtar"), RUNS, "GNU tar manual 3.4 and tar(1): --checkpoint-action=exec, "
+          "--to-command, -I/--use-compress-program, --rsh-command, --rmt-command, "
+          "-F/--info-script/--new-volume-script; GTFOBins tar",
+          options=("--checkpoint-action", "--to-command", "-I", "--use-compress-program",
+                   "--rsh-command", "--rmt-command", "-F", "--info-script",
+                   "--new-volume-script")),
+    Entry(("tar", "gtar"), WRITES, "tar(1) -x/--extract/--get writes the archive's files; "
+          "-g/--listed-incremental, --index-file",
+          options=("-x", "--extract", "--get", "-g", "--listed-incremental", "--index-file")),
+    # -- programs whose job is to run another -----------------------------------------------
+    Entry(("xargs", "sudo", "doas", "su", "timeout", "nice", "nohup", "setsid", "stdbuf",
+           "ionice", "chrt", "taskset", "watch", "flock", "chroot", "unshare", "nsenter",
+           "strace", "ltrace", "time", "busybox", "command", "builtin", "exec", "eval",
+           "source", ".", "trap", "script", "ssh", "parallel", "sh", "bash", "dash", "ash",
+           "ksh", "mksh", "zsh", "fish", "csh", "tcsh"), RUNS,
+          "each program's manual page (xargs(1), sudo(8), timeout(1), watch(1), sh(1) …): "
+          "it runs the command its operands name", always=True),
+    Entry(("env",), RUNS, "env(1): runs COMMAND (-S/--split-string too); with none it "
+          "prints the environment, which holds every secret",
+          check="env-command"),
+    Entry(("printenv",), SECRETS, "printenv(1)", always=True),
+    Entry(("enable",), RUNS, "bash(1) SHELL BUILTIN COMMANDS enable -f (loads a library)",
+          options=("-f",)),
+    Entry(("hash",), RUNS, "bash(1) hash -p: a name then runs another file",
+          options=("-p",)),
+    # -- programs whose job is to run code: what changes which code runs, where it writes ----
+    Entry(("python", "python3", "python2", "pypy", "pypy3"), RUNS,
+          "python(1) -c, -m (a module other than pytest); the script operand is the job",
+          check="python"),
+    Entry(("pytest", "py.test"), WRITES, "pytest reference, command-line flags: --basetemp "
+          "(emptied and written), --junitxml/--junit-xml, --resultlog/--result-log, "
+          "--report-log, --debug, --log-file, --html",
+          options=("--basetemp", "--junitxml", "--junit-xml", "--resultlog", "--result-log",
+                   "--report-log", "--debug", "--log-file", "--html", "--cache-dir")),
+    Entry(("pytest", "py.test"), RUNS, "pytest reference: -p (a plugin module), -c/"
+          "--config-file/--inifile, --rootdir, --confcutdir, -o/--override-ini, --pdbcls, "
+          "--pastebin (sends the output)",
+          options=("-p", "-c", "--config-file", "--inifile", "--rootdir", "--confcutdir", "-o",
+                   "--override-ini", "--pdbcls", "--pastebin")),
+    Entry(("make", "gmake"), RUNS, "GNU make manual 9.8 Options Summary: -f/--file/"
+          "--makefile, -C/--directory, -I/--include-dir, -e/--environment-overrides, "
+          "--eval, -W/--what-if/--new-file/--assume-new, -o/--old-file",
+          options=("-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir",
+                   "-e", "--environment-overrides", "--eval", "-W", "--what-if", "--new-file",
+                   "--assume-new", "-o", "--old-file", "--assume-old")),
+    Entry(("make", "gmake"), RUNS, "GNU make manual 9.5 Overriding Variables (VAR=value "
+          "sets SHELL, CC … the recipes run)", check="make-variables"),
+    Entry(("npm", "pnpm", "yarn"), RUNS, "npm-exec(1), npm-install(1) (lifecycle scripts), "
+          "npm-config(1), npm-explore(1), npm-init(1) (runs create-* packages), "
+          "npm-publish(1), npm-pack(1), npm-rebuild(1)",
+          sub=("exec", "x", "dlx", "install", "i", "ci", "add", "update", "up", "upgrade",
+               "rebuild", "rb", "explore", "init", "create", "config", "set", "publish",
+               "pack", "link", "ln")),
+    Entry(("npm", "pnpm", "yarn"), RUNS, "npm-config(1) settings: --script-shell, --prefix, "
+          "-C, --userconfig, --globalconfig, --node-options, --call/-c (npm exec)",
+          options=("--script-shell", "--prefix", "-C", "--userconfig", "--globalconfig",
+                   "--node-options", "--call", "-c")),
+    Entry(("npx", "pnpx", "bunx"), RUNS, "npx(1): downloads and runs a package",
+          always=True),
+    # -- downloads ----------------------------------------------------------------------------
+    Entry(("curl",), WRITES, "curl(1) -o/--output, -O/--remote-name, --remote-name-all, "
+          "--output-dir, -D/--dump-header, -c/--cookie-jar, --trace, --trace-ascii, "
+          "--stderr, --libcurl, --etag-save, --hsts, --alt-svc",
+          options=("-o", "--output", "-O", "--remote-name", "--remote-name-all", "--output-dir",
+                   "-D", "--dump-header", "-c", "--cookie-jar", "--trace", "--trace-ascii",
+                   "--stderr", "--libcurl", "--etag-save", "--hsts", "--alt-svc")),
+    Entry(("curl",), READS, "curl(1) -K/--config (options from a file), -n/--netrc, "
+          "--netrc-file, --netrc-optional",
+          options=("-K", "--config", "-n", "--netrc", "--netrc-file", "--netrc-optional")),
+    Entry(("wget",), WRITES, "wget(1): saves what it downloads (-O/--output-document, "
+          "-o/--output-file, -a/--append-output, -P/--directory-prefix); -e/--execute and "
+          "--config read wgetrc commands", always=True),
+    # -- pagers -----------------------------------------------------------------------------
+    Entry(("less",), WRITES, "less(1) -o/-O/--log-file/--LOG-FILE, -k/--lesskey-file, "
+          "--lesskey-src, --lesskey-content",
+          options=("-o", "-O", "--log-file", "--LOG-FILE", "-k", "--lesskey-file",
+                   "--lesskey-src", "--lesskey-content")),
+    Entry(("less", "more"), RUNS, "less(1) +cmd and more(1) +cmd: initial commands, ! runs a "
+          "shell command, | pipes to one", check="less-commands"),
+)
+
+# NAME=value before a command: PATH, LD_PRELOAD, BASH_ENV, GIT_*, PAGER … change what runs
+ASSIGNMENTS = Entry(("NAME=value",), RUNS, "ld.so(8) LD_PRELOAD; sh(1p) PATH and ENV; "
+                    "bash(1) BASH_ENV; git(1) ENVIRONMENT (GIT_CONFIG_PARAMETERS, "
+                    "GIT_SSH_COMMAND, GIT_PAGER): a variable set for a command changes "
+                    "which programs it runs", always=True)
+
+_GIT_ARG_OPTIONS = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+                    "--config-env", "--list-cmds"}
+
+
+def _long(word: str, option: str) -> bool:
+    name = word.split("=", 1)[0]
+    return name == option or (len(name) >= 3 and option.startswith(name) and name != "--")
+
+
+def _short(word: str, option: str, glob: bool) -> bool:
+    if glob and word.startswith("-"):
+        return True
+    if not word.startswith("-") or word.startswith("--") or len(word) < 2:
+        return False
+    letter = option[1]
+    if word[1] == letter:
+        return True
+    flags = re.match(r"-[A-Za-z0-9]*", word).group()
+    return letter in flags[2:]
+
+
+def _uses_option(words: list, option: str, globs: set, whole: bool) -> bool:
+    for index, word in enumerate(words):
+        glob = index in globs
+        if whole:
+            hit = word == option or (glob and word.startswith("-"))
+        elif option.startswith("--"):
+            hit = _long(word, option) or (glob and word.startswith("-"))
+        else:
+            hit = _short(word, option, glob)
+        if hit:
+            return True
+    return False
+
+
+def _git_sub(args: list) -> int:
+    """The index in ``args`` of git's sub-command, ``len(args)`` when none."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if not arg.startswith("-"):
+            return index
+        index += 2 if arg in _GIT_ARG_OPTIONS else 1
+    return index
+
+
+def used(command) -> Entry | None:
+    """The first entry of ``TABLE`` a command uses (SPEC R19 addendum).
+
+    Args:
+        command: a ``shell.Command`` (its ``words`` and ``globs``).
+
+    Returns:
+        Entry | None: the entry, or ``None`` when the command uses none.
+    """
+    if command.assignments:
+        return ASSIGNMENTS
+    if not command.words:
+        return None
+    # lower case: on a case-insensitive disk (macOS, Windows) GIT is git
+    program = command.words[0].rsplit("/", 1)[-1].lower()
+    args = list(command.words[1:])
+    globs = {i - 1 for i in command.globs}
+    if program in ("tar", "gtar") and args and not args[0].startswith("-"):
+        args[0] = "-" + args[0]  # tar's old style: the first word is a cluster of keys
+    for entry in TABLE:
+        if program not in entry.programs:
+            continue
+        scope, scope_globs = args, globs
+        if entry.sub is not None or entry.before_sub:
+            split = _git_sub(args) if program == "git" else next(
+                (i for i, a in enumerate(args) if not a.startswith("-")), len(args))
+            if entry.before_sub:
+                scope, scope_globs = args[:split], globs
+            else:
+                if split >= len(args) or args[split] not in entry.sub:
+                    continue
+                scope = args[split + 1:]
+                scope_globs = {i - split - 1 for i in globs}
+        if entry.always or (entry.sub and not entry.options and not entry.check):
+            return entry
+        whole = program == "find"
+        if any(_uses_option(scope, option, scope_globs, whole) for option in entry.options):
+            return entry
+        if entry.check and _CHECKS[entry.check](scope, scope_globs):
+            return entry
+    return None
+
+
+# -- operand checks ----------------------------------------------------------------------
+
+def _operands(args: list, with_value: set) -> list:
+    """The operands of a getopt-style argument list: options and their values skipped."""
+    out, index = [], 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            return out + args[index + 1:]
+        if arg.startswith("-") and len(arg) > 1:
+            index += 2 if arg in with_value else 1
+            continue
+        out.append(arg)
+        index += 1
+    return out
+
+
+def _values(args: list, short: str, long: str) -> list:
+    """The values given to one option (``-e X``, ``-eX``, ``--expression=X``)."""
+    out = []
+    for index, arg in enumerate(args):
+        if arg == short or (len(long) > 2 and arg == long):
+            out.extend(args[index + 1:index + 2])
+        elif arg.startswith(short) and not arg.startswith("--"):
+            out.append(arg[len(short):])
+        elif arg.startswith(long + "="):
+            out.append(arg[len(long) + 1:])
+    return out
+
+
+_SED_SIMPLE = set("=dDgGhHlnNpPqQxzF}")
+_SED_LABEL = set("btT:")
+
+
+def _sed_unsafe(script: str) -> bool:
+    """Whether a sed script may run a command, write or read a file: a small reader of
+    the GNU sed grammar that answers ``True`` for whatever it does not know."""
+    i, n = 0, len(script)
+    while i < n:
+        c = script[i]
+        if c in " \t\n;":
+            i += 1
+            continue
+        if c == "#":
+            end = script.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        # addresses: numbers, $, /re/, \cREc, first~step, +N, ~N, ",", "!"
+        while i < n and (script[i] in "0123456789$,~+! \t" or script[i] in "/\\"):
+            if script[i] in "/\\":
+                delim = script[i] if script[i] == "/" else script[i + 1:i + 2]
+                i += 1 if script[i] == "/" else 2
+                while i < n and script[i] != delim:
+                    i += 2 if script[i] == "\\" else 1
+                i += 1
+                while i < n and script[i] in "IM":
+                    i += 1
+            else:
+                i += 1
+        if i >= n:
+            return False
+        c = script[i]
+        if c in _SED_SIMPLE or c == "{":
+            i += 1
+            if c in "qQlL":
+                while i < n and script[i] in "0123456789 ":
+                    i += 1
+        elif c in _SED_LABEL:
+            end = min([p for p in (script.find(";", i), script.find("\n", i)) if p >= 0],
+                      default=n)
+            i = end
+        elif c in "aic":
+            end = script.find("\n", i)
+            i = n if end < 0 else end
+        elif c in "sy":
+            if i + 1 >= n or script[i + 1] in "\\\n":
+                return True
+            delim, i, parts = script[i + 1], i + 2, 0
+            while i < n and parts < 2:
+                if script[i] == "\\":
+                    i += 2
+                    continue
+                if script[i] == delim:
+                    parts += 1
+                i += 1
+            if parts < 2:
+                return True
+            while i < n and script[i] not in ";\n}":
+                if script[i] in "ewWrR" or (c == "s" and script[i] not in "gpiImM0123456789 \t"):
+                    return True
+                i += 1
+        else:
+            return True  # e, w, W, r, R, v, anything unknown
+    return False
+
+
+def _sed_script(args: list, globs: set) -> bool:
+    scripts = _values(args, "-e", "--expression")
+    if not scripts:
+        operands = _operands(args, {"-e", "-f", "-l", "--line-length", "-s"})
+        if not operands:
+            return False
+        scripts = operands[:1]
+        if args.index(operands[0]) in globs:
+            return True
+    return any(_sed_unsafe(s) for s in scripts)
+
+
+def _awk_program(args: list, globs: set) -> bool:
+    programs = _values(args, "-e", "--source")
+    if not programs:
+        operands = _operands(args, {"-F", "-v", "-f", "--field-separator", "--assign"})
+        if not operands:
+            return False
+        programs = operands[:1]
+        if args.index(operands[0]) in globs:
+            return True
+    for program in programs:
+        bare = program.replace("||", "").replace(">=", "")
+        if re.search(r"system|getline|ENVIRON|PROCINFO|@load|@include|[|>]", bare):
+            return True
+    return False
+
+
+def _env_command(args: list, globs: set) -> bool:
+    # with a command env runs it; with none (NAME=VALUE only) it prints the environment
+    return not any(a in ("--help", "--version") for a in args)
+
+
+def _make_variables(args: list, globs: set) -> bool:
+    return any("=" in a and not a.startswith("-") for a in args)
+
+
+def _python(args: list, globs: set) -> bool:
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg.startswith("-c") or arg in ("-", "--"):
+            return arg.startswith("-c")
+        if arg.startswith("-m"):
+            module = arg[2:] or (args[index + 1] if index + 1 < len(args) else "")
+            if module != "pytest":
+                return True
+            from . import shell
+            rest = args[index + (1 if arg[2:] else 2):]
+            return used(shell.Command("", [], words=["pytest", *rest])) is not None
+        if not arg.startswith("-"):
+            return False
+        index += 2 if arg in ("-W", "-X", "-Q") else 1
+    return False
+
+
+def _less_commands(args: list, globs: set) -> bool:
+    return any(a.startswith("+") or (a.startswith("-") and "+" in a) for a in args)
+
+
+_CHECKS = {"sed-script": _sed_script, "awk-program": _awk_program,
+           "env-command": _env_command, "make-variables": _make_variables,
+           "python": _python, "less-commands": _less_commands}
