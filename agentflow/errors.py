@@ -12,8 +12,9 @@ they are stored (SPEC §6, last item). The tree::
     ├── ApprovalError                   answers that do not fit the pause (call_ids)
     ├── SessionError                    a saved session cannot be used as it is
     │   ├── SessionIntegrityError       signature wrong, missing or unexpected; a restored copy
-    │   └── SessionConflictError        another worker wrote it first (revision)
-    │       └── SessionLockedError      another live worker has it open
+    │   ├── SessionConflictError        another worker wrote it first (revision)
+    │   │   └── SessionLockedError      another live worker has it open
+    │   └── StoreError                  the store's database or folder failed (store)
     ├── PolicyError (also ValueError)   a policy file or rule that cannot be used
     ├── LoopStateError                  an illegal move of the tool loop (a bug)
     ├── ResultConversionError           a tool ran; its result cannot become text
@@ -109,6 +110,31 @@ class SessionLockedError(SessionConflictError):
     file, a PostgreSQL advisory lock), so it may be running one of its calls right now;
     the message names the call. Raised at once, before anything is read, run or written
     (SPEC R16, R22): try again when that run finishes."""
+
+
+class StoreError(SessionError):
+    """A session store's database (or folder) failed: it cannot be reached, it went
+    away mid-statement, it is read-only or full, a table is damaged (SPEC R22
+    addendum). The message names the store and what to do; the database's own error is
+    the ``__cause__``. A ``SessionError``, because the session it was reading or writing
+    cannot be used right now.
+
+    Attributes:
+        store: what names the store (str: its ``repr``, never a password).
+        retryable: ``True`` when a later try may succeed (the connection was lost or
+            timed out, the database was locked), ``False`` when something must be
+            fixed first.
+        saved: for a write, ``False`` when nothing was saved, ``None`` when the
+            connection was lost during the commit, so the write may or may not have
+            happened (load the session again to see); ``None`` for a read too.
+    """
+
+    def __init__(self, message: str, *, store: str = "", retryable: bool = False,
+                 saved: bool | None = None):
+        self.store = store
+        self.retryable = retryable
+        self.saved = saved
+        super().__init__(message)
 
 
 class LoopStateError(AgentflowError):

@@ -28,7 +28,9 @@ Endpoints (JSON in, JSON out):
 A run answers ``{"status": "done" | "paused", "reply": str, "pending": [...]}``. Two
 workers resuming the same pause (a double click, a retry) cannot both run the call:
 the store's compare-and-swap refuses the second one, which answers 409 Conflict;
-an answer to a call that was already answered is 400. The refund tool's side effect is
+an answer to a call that was already answered is 400; while the store's database is
+away (a restart) requests answer 503 with the ``StoreError``, and the store reconnects
+by itself. The refund tool's side effect is
 a line appended to ``--ledger``, so you can count how often it really ran.
 """
 
@@ -43,7 +45,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from agentflow import (AgentRunOptions, ApprovalError, ApprovalRequiredTool, ChatClientAgent,
                        Finish, FinishReason, OpenAIChatClient, TextDelta,
                        ToolApprovalResponse, tool)
-from agentflow.errors import SessionConflictError
+from agentflow.errors import SessionConflictError, StoreError
 from agentflow.stores import open_store
 
 ANSWERS = "answers"  # session.state: the answers given so far to the paused calls
@@ -77,9 +79,14 @@ class Service(BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path != "/pending":
             return self.reply(404, {"error": "no such page"})
+        try:
+            entries = self.store.pending()
+        except StoreError as exc:  # the database is away: say so, it reconnects by itself
+            return self.reply(503, {"error": str(exc)})
         self.reply(200, [{"session": e.session_id, "call_id": e.call_id, "tool": e.tool,
                           "arguments": e.arguments, "digest": e.digest,
-                          "age_seconds": round(e.age, 1)} for e in self.store.pending()])
+                          "age_seconds": round(e.age, 1),
+                          **({"error": e.error} if e.error else {})} for e in entries])
 
     def do_POST(self):
         match = re.fullmatch(r"/sessions/([\w.-]+)(/answer)?", self.path)
@@ -96,6 +103,8 @@ class Service(BaseHTTPRequestHandler):
             self.reply(200, result)
         except SessionConflictError as exc:  # another worker got there first
             self.reply(409, {"error": str(exc)})
+        except StoreError as exc:  # the database is away; nothing ran twice (R16)
+            self.reply(503, {"error": str(exc)})
         except (ApprovalError, KeyError, TypeError, ValueError) as exc:
             self.reply(400, {"error": str(exc)})
 

@@ -76,7 +76,8 @@ def store_url(request, tmp_path):
     dsn = request.getfixturevalue("postgres_dsn")
     import psycopg
     with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute("DROP TABLE IF EXISTS agentflow_sessions")
+        connection.execute("DROP TABLE IF EXISTS agentflow_sessions, agentflow_session_items, "
+                           "agentflow_pending_calls, agentflow_leases")
     return dsn
 
 

@@ -52,15 +52,15 @@ def main() -> None:
         return f"sent {amount}"
 
     if args.stop_at in ("before-start", "after-result"):
-        real_save = SessionStore.save
+        real_checkpoint = SessionStore.checkpoint
 
-        def save(store, session_id, session):
+        def checkpoint(store, session_id, session, before, changed):
             if args.stop_at == "before-start" and session.running:
                 stop("before-start")  # the write-ahead record is not written yet
             if args.stop_at == "after-result" and session.messages[-1].role.value == "tool":
                 stop("after-result")  # the tool ran; its result is not saved yet
-            return real_save(store, session_id, session)
-        SessionStore.save = save
+            return real_checkpoint(store, session_id, session, before, changed)
+        SessionStore.checkpoint = checkpoint
 
     agent = ChatClientAgent(OpenAIChatClient(base_url=args.base_url, api_key="k", max_retries=0),
                             tools=[ApprovalRequiredTool(transfer)])

@@ -36,7 +36,8 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
             out.write(json.dumps({"session": e.session_id, "call_id": e.call_id,
                                   "tool": e.tool, "arguments": e.arguments,
                                   "digest": e.digest, "issued_at": e.issued_at,
-                                  "expires_at": e.expires_at, "age": round(e.age, 3)}) + "\n")
+                                  "expires_at": e.expires_at, "age": round(e.age, 3),
+                                  **({"error": e.error} if e.error else {})}) + "\n")
         return 0
     if not entries:
         out.write("nothing waits for approval\n")
@@ -45,6 +46,8 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
     for e in entries:
         arguments = json.dumps(e.arguments, ensure_ascii=False) if e.arguments is not None \
             else "(not valid JSON)"
+        if e.error:  # a session the store cannot read (SPEC R22 addendum)
+            arguments = f"(cannot be read: {e.error})"
         arguments = safe_text(arguments)
         if len(arguments) > 60:
             arguments = arguments[:59] + "…"
@@ -54,7 +57,9 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
     for row in rows:
         out.write(f"{row[0]:>{widths[0]}}  " + "  ".join(
             f"{cell:<{width}}" for cell, width in zip(row[1:4], widths[1:])) + f"  {row[4]}\n")
-    first = entries[0]
+    first = next((e for e in entries if not e.error), None)
+    if first is None:
+        return 0
     store_url, had_password = without_password(url)
     position = [e.call_id for e in entries if e.session_id == first.session_id].index(
         first.call_id) + 1

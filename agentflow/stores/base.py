@@ -18,8 +18,10 @@ worker's ``open`` or write meanwhile gets ``SessionLockedError`` (a
 ``interrupted``; a started call found by a worker that holds the lease is one whose
 worker is gone.
 
-Subclasses implement four primitives: ``_fetch``, ``_swap``, ``_waiting`` on text,
-``_remove``, and the lease, ``_acquire``.
+Subclasses implement four primitives on a session's whole text: ``_fetch``,
+``_swap``, ``_ids``, ``_remove``, and the lease, ``_acquire`` (the file store); or
+override ``_read``, ``_write`` and ``pending`` to keep a session in parts (the
+database stores, ``rows.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..approvals import approval_request
 from ..errors import (SessionConflictError, SessionError, SessionIntegrityError,
-                      SessionLockedError)
+                      SessionLockedError, StoreError)
 from ..codec import encode
 from ..session import AgentSession, decode
 
@@ -49,6 +51,10 @@ class PendingEntry:
         issued_at: when the run paused (POSIX seconds).
         expires_at: when the approval lapses (POSIX seconds), or ``None``.
         age: seconds from ``issued_at`` to when the list was made.
+        error: ``None``; for a session the store holds but cannot read (written by a
+            newer version, signed with another secret, a damaged row, a stray file),
+            what is wrong with it (str): the entry then stands for the whole session,
+            with empty ``call_id``, ``tool`` and ``digest`` (SPEC R22 addendum).
     """
 
     session_id: str
@@ -59,15 +65,17 @@ class PendingEntry:
     issued_at: float
     expires_at: float | None
     age: float
+    error: str | None = None
 
 
 def check_session_id(session_id) -> str:
     """Refuse an id no store could keep (SPEC R22).
 
     Args:
-        session_id: the id to check; refused when not a str, empty, over 200
-            characters, ``.`` or ``..``, holding ``/``, ``\\`` or NUL, or not
-            encodable as UTF-8.
+        session_id: the id to check; refused when not a str, empty, over 200 bytes
+            in UTF-8 (so that every store, a file name included, can keep it), ``.``
+            or ``..``, holding ``/``, ``\\`` or NUL, or not encodable as UTF-8. The
+            same rule for every store.
 
     Returns:
         str: ``session_id`` itself.
@@ -77,15 +85,15 @@ def check_session_id(session_id) -> str:
     """
     if not isinstance(session_id, str):
         raise ValueError(f"a session id is a str, got {type(session_id).__name__}")
-    bad = (not session_id or len(session_id) > 200 or session_id in (".", "..")
+    bad = (not session_id or session_id in (".", "..")
            or any(c in session_id for c in "/\\\0"))
     try:
-        session_id.encode("utf-8")
+        bad = bad or len(session_id.encode("utf-8")) > 200
     except UnicodeEncodeError:
         bad = True
     if bad:
-        raise ValueError(f"session id {session_id!r} is not allowed: use 1 to 200 "
-                         "characters without '/', '\\' or NUL, other than '.' and '..'")
+        raise ValueError(f"session id {session_id!r} is not allowed: use 1 to 200 bytes "
+                         "of UTF-8 without '/', '\\' or NUL, other than '.' and '..'")
     return session_id
 
 
@@ -124,6 +132,54 @@ def pending_entries(session_id: str, session: AgentSession, now: float) -> list[
                                     record.digest, record.issued_at, record.expires_at,
                                     max(0.0, now - record.issued_at)))
     return entries
+
+
+def broken_entry(session_id: str, error: Exception, since: float,
+                 now: float) -> PendingEntry:
+    """The inbox entry of a session the store holds but cannot read (SPEC R22
+    addendum).
+
+    Args:
+        session_id: the session's id (str).
+        error: what reading it raised.
+        since: when it started waiting, as far as the store knows (POSIX seconds;
+            0.0 when it cannot tell).
+        now: the current time (POSIX seconds).
+
+    Returns:
+        PendingEntry: with empty ``call_id``, ``tool`` and ``digest`` and the error.
+    """
+    return PendingEntry(session_id, "", "", None, "", since, None, max(0.0, now - since),
+                        f"{type(error).__name__}: {error}")
+
+
+def order(entry: PendingEntry) -> tuple:
+    """The inbox order (SPEC R22).
+
+    Args:
+        entry: a ``PendingEntry``.
+
+    Returns:
+        tuple: ``(issued_at, session_id, call_id)``.
+    """
+    return entry.issued_at, entry.session_id, entry.call_id
+
+
+def page(entries: list, limit: int | None, after: PendingEntry | None) -> list:
+    """The page of ``entries`` (any order) after ``after``, at most ``limit`` long.
+
+    Args:
+        entries: ``PendingEntry`` objects.
+        limit: the most (int), or ``None``.
+        after: the last entry of the previous page, or ``None``.
+
+    Returns:
+        list[PendingEntry]: in the inbox order.
+    """
+    entries = sorted(entries, key=order)
+    if after is not None:
+        entries = [e for e in entries if order(e) > order(after)]
+    return entries if limit is None else entries[:max(0, limit)]
 
 
 def conflict(session_id: str, expected: int, held: int | None) -> SessionConflictError:
@@ -208,10 +264,38 @@ class SessionStore:
         ``waiting_since`` of the session, for the inbox. All or nothing, durable."""
         raise NotImplementedError
 
-    def _waiting(self) -> Iterable[tuple[str, int, str]]:
-        """``(session_id, revision, text)`` of every session with pending approvals,
-        oldest first (sessions with none may be among them)."""
+    def _ids(self) -> Iterable[str]:
+        """Every session id the store holds, for the inbox of a store without an
+        index (the database stores override ``pending``)."""
         raise NotImplementedError
+
+    def _read(self, session_id: str) -> tuple[AgentSession, Any] | None:
+        """The session and what the store remembers of it for the next write (its
+        text here), or ``None`` when there is none; one consistent read."""
+        found = self._fetch(session_id)
+        if found is None:
+            return None
+        session = self._decode(session_id, *found)
+        return session, self._blank(session_id, session)
+
+    def _blank(self, session_id: str, session: AgentSession) -> Any:
+        """What ``_write`` compares against to skip a write that changes nothing."""
+        return encode(session.to_dict(), self.secret)
+
+    def _write(self, session_id: str, session: AgentSession, before: Any,
+               changed: bool) -> Any:
+        """Write ``session`` as revision ``session.revision + 1`` (compare-and-swap),
+        unless ``changed`` is false and it is as ``before`` says; then bump its
+        revision. ``before`` is what the last ``_read`` or ``_write`` returned, or
+        ``None`` (a plain ``save``: write it all). Returns what to pass next time."""
+        if not changed and before is not None and self._blank(session_id, session) == before:
+            return before
+        revision = session.revision + 1
+        text = encode({**session.to_dict(), "revision": revision}, self.secret)
+        with self._leased(session_id):
+            self._swap(session_id, session.revision, text, waiting_since(session))
+        session.revision = revision
+        return text
 
     def _remove(self, session_id: str) -> None:
         """Remove the session; nothing when there is none."""
@@ -262,10 +346,10 @@ class SessionStore:
             SessionError: the stored text is not a session.
             ValueError: the id is not allowed.
         """
-        found = self._fetch(check_session_id(session_id))
+        found = self._read(check_session_id(session_id))
         if found is None:
             raise KeyError(f"no session {session_id!r} in {self!r}")
-        return self._decode(session_id, *found)
+        return found[0]
 
     def save(self, session_id: str, session: AgentSession) -> str:
         """Write ``session`` as revision ``session.revision + 1``, only if the store
@@ -277,7 +361,7 @@ class SessionStore:
             session: the ``AgentSession`` to write.
 
         Returns:
-            str: the JSON text written.
+            str: the JSON text written (the database stores: the session's head).
 
         Raises:
             SessionLockedError: another worker has it open (``open``); nothing was
@@ -285,13 +369,28 @@ class SessionStore:
             SessionConflictError: another worker wrote it since it was read; nothing
                 was written.
         """
-        check_session_id(session_id)
-        revision = session.revision + 1
-        text = encode({**session.to_dict(), "revision": revision}, self.secret)
-        with self._leased(session_id):
-            self._swap(session_id, session.revision, text, waiting_since(session))
-        session.revision = revision
-        return text
+        written = self._write(check_session_id(session_id), session, None, True)
+        return written if isinstance(written, str) else written.head
+
+    def checkpoint(self, session_id: str, session: AgentSession, before: Any,
+                   changed: bool) -> Any:
+        """One write of a session this store has open (``session.checkpoint()``, SPEC
+        R16): what the step changed, as a compare-and-swap; nothing when nothing
+        changed.
+
+        Args:
+            session_id: the session's id (str).
+            session: the ``AgentSession``.
+            before: what the previous write (or the read) of this ``open`` returned.
+            changed: ``True`` to write even when nothing seems changed.
+
+        Returns:
+            what to pass as ``before`` next time.
+
+        Raises:
+            SessionConflictError, SessionLockedError, StoreError: as ``save``.
+        """
+        return self._write(session_id, session, before, changed)
 
     @contextlib.contextmanager
     def open(self, session_id: str) -> Iterator[AgentSession]:
@@ -329,11 +428,12 @@ class SessionStore:
             release()
 
     def _opened(self, session_id: str) -> Iterator[AgentSession]:
-        try:
-            session = self.load(session_id)
-        except KeyError:
+        found = self._read(session_id)
+        if found is None:
             session = AgentSession()
-        binding = _Binding(self, session_id, session)
+            found = session, self._blank(session_id, session)
+        session = found[0]
+        binding = _Binding(self, session_id, found[1])
         session._store = binding
         try:
             yield session
@@ -370,19 +470,38 @@ class SessionStore:
             session = None
         return in_use(subject or f"session {session_id!r}", session, who)
 
-    def pending(self, now: float | None = None) -> list[PendingEntry]:
+    def pending(self, now: float | None = None, limit: int | None = None,
+                after: PendingEntry | None = None) -> list[PendingEntry]:
         """Every call that waits for approval, across all sessions, oldest first: the
-        data of an approval inbox (SPEC R22).
+        data of an approval inbox (SPEC R22), a page at a time (R22 addendum). A
+        session the store cannot read is an entry with its ``error``; it never hides
+        the others.
 
         Args:
             now: POSIX seconds the ages are counted to (default: the clock).
+            limit: the most entries (int) to return, or ``None`` for all.
+            after: the last entry of the previous page (``PendingEntry``): the page
+                starts after it, in the order ``(issued_at, session_id, call_id)``.
+
+        Returns:
+            list[PendingEntry]: the page.
+
+        Raises:
+            StoreError: the database could not be read.
         """
         now = time.time() if now is None else now
         entries = []
-        for session_id, revision, text in self._waiting():
-            entries += pending_entries(session_id, self._decode(session_id, revision, text),
-                                       now)
-        return sorted(entries, key=lambda e: (e.issued_at, e.session_id))
+        for session_id in self._ids():
+            try:
+                found = self._read(session_id)
+            except StoreError:
+                raise
+            except (SessionError, OSError, ValueError) as exc:
+                entries.append(broken_entry(session_id, exc, 0.0, now))
+                continue
+            if found is not None:
+                entries += pending_entries(session_id, found[0], now)
+        return page(entries, limit, after)
 
     def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
         where = f"session {session_id!r} in {self!r}"
@@ -397,23 +516,19 @@ class SessionStore:
 class _Binding:
     """What ``session.checkpoint()`` writes through while a store has it open."""
 
-    def __init__(self, store: SessionStore, session_id: str, session: AgentSession):
+    def __init__(self, store: SessionStore, session_id: str, before: Any):
         self.store, self.session_id = store, session_id
         self.conflicted = False
-        self.last = self._text(session)
-
-    def _text(self, session: AgentSession) -> str:
-        return encode(session.to_dict(), self.store.secret)
+        self.before = before  # what the store's _write compares against
 
     def write(self, session: AgentSession, changed: bool) -> None:
         if self.conflicted:
             raise SessionConflictError(
                 f"session {self.session_id!r} lost a write to another worker earlier in "
                 "this block; it is stale. Load it again from the store.")
-        if not changed and self._text(session) == self.last:
-            return
         try:
-            self.last = self.store.save(self.session_id, session)  # = _text(session) now
+            self.before = self.store.checkpoint(self.session_id, session, self.before,
+                                                changed)
         except SessionConflictError:
             self.conflicted = True
             raise

@@ -5,7 +5,10 @@ Session ``ID`` is the file ``ID.json``. Three files, because a file alone cannot
 whether it is the latest one:
 
 * ``ID.json`` — the session, replaced atomically (temporary file, fsync, rename,
-  fsync of the folder) on every write;
+  fsync of the folder) on every write: the whole file, so a write costs what the
+  session holds (the file store is for a few sessions on one machine; the database
+  stores append, SPEC R22 addendum). A temporary file left by a writer killed
+  mid-save is removed when a store is made or lists its sessions;
 * ``ID.json.lock`` — the OS lock held while a process has the session open (the
   store's lease), so a second process gets ``SessionLockedError`` (a
   ``SessionConflictError``) at once; the kernel releases it when its holder dies;
@@ -30,12 +33,13 @@ import contextlib
 import os
 import re
 
-from .._durable import FileLock, write_atomically
+from .._durable import FileLock, sweep_temporaries, write_atomically
 from ..errors import SessionIntegrityError, SessionLockedError
 from ..session import AgentSession, decode
 from .base import SessionStore, check_session_id, conflict
 
 _HEAD_REVISION = re.compile(r'\A\{\s*"schema_version":\s*\d+,\s*"revision":\s*(\d+)[,}]')
+_TEMPORARY = ".tmp"  # write_atomically's temporary files, never a session
 _MARK_WIDTH = 20  # digits; the mark is rewritten in place, always the same length
 
 
@@ -52,6 +56,7 @@ class FileStore(SessionStore):
         self.directory = os.fspath(directory)
         self.suffix = suffix
         os.makedirs(self.directory, exist_ok=True)
+        sweep_temporaries(self.directory)  # left by writers killed mid-save
 
     def __repr__(self) -> str:
         return f"FileStore({self.directory!r})"
@@ -92,18 +97,18 @@ class FileStore(SessionStore):
 
     def _fetch(self, session_id: str) -> tuple[int, str] | None:
         path = self.path(session_id)
+        mark = _read_mark(path)  # before the file: see _refuse_rollback
         try:
             with open(path, encoding="utf-8") as handle:
                 text = handle.read()
         except FileNotFoundError:
             return None
-        return _revision_in(text, path, self.secret), text
+        revision = _revision_in(text, path, self.secret)
+        _refuse_rollback(path, revision, mark)
+        return revision, text
 
     def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
-        path = self.path(session_id)
-        session = decode(text, path, self.secret)
-        _refuse_rollback(path, session.revision)
-        return session
+        return decode(text, self.path(session_id), self.secret)
 
     def _swap(self, session_id: str, expected: int, text: str, waiting) -> None:
         path = self.path(session_id)  # the caller holds the lock: compare, then write
@@ -113,13 +118,11 @@ class FileStore(SessionStore):
         write_atomically(path, text)
         _write_mark(path, expected + 1)
 
-    def _waiting(self):  # every session: a folder has no index to ask
+    def _ids(self):  # every session: a folder has no index to ask
+        sweep_temporaries(self.directory)
         for name in sorted(os.listdir(self.directory)):
-            if name.endswith(self.suffix) and not name.startswith(".session-"):
-                session_id = name[:len(name) - len(self.suffix)]
-                found = self._fetch(session_id)
-                if found is not None:
-                    yield (session_id, *found)
+            if name.endswith(self.suffix) and not name.endswith(_TEMPORARY):
+                yield name[:len(name) - len(self.suffix)]
 
     def _remove(self, session_id: str) -> None:
         path = self.path(session_id)
@@ -163,14 +166,17 @@ def read_file(path: str, secret) -> AgentSession:
     Raises:
         OSError, SessionError: as ``AgentSession.load``.
     """
+    mark = _read_mark(path)
     with open(path, encoding="utf-8") as handle:
         session = decode(handle.read(), path, secret)
-    _refuse_rollback(path, session.revision)
+    _refuse_rollback(path, session.revision, mark)
     return session
 
 
-def _refuse_rollback(path: str, revision: int) -> None:
-    mark = _read_mark(path)
+def _refuse_rollback(path: str, revision: int, mark: int) -> None:
+    """Refuse a file older than the mark read *before* it: a writer replaces the file
+    first and the mark after, so a mark read first is never ahead of the file a
+    concurrent write leaves, and only a real restore is refused (SPEC R22)."""
     if revision < mark:
         raise SessionIntegrityError(
             f"{path} holds revision {revision}, but revision {mark} of it was written "

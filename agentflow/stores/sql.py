@@ -1,36 +1,58 @@
-"""``SQLiteStore`` and ``PostgresStore``: sessions as rows, one table (SPEC R16, R22).
+"""``SQLiteStore`` and ``PostgresStore``: sessions as rows (SPEC R16, R22 and its
+addendum, "Stores at scale").
 
     agentflow_sessions(id TEXT PRIMARY KEY, revision BIGINT, data TEXT,
                        updated_at DOUBLE PRECISION, waiting_since DOUBLE PRECISION)
+    agentflow_session_items(session_id, kind, position, data, mac)   -- messages, audit
+    agentflow_pending_calls(session_id, call_id, issued_at, data, mac)  -- the inbox
 
-``data`` is the session's JSON text (TEXT, not JSONB: PostgreSQL's JSONB refuses
-the escaped lone surrogates a tool's result may hold). The compare-and-swap is one
-statement, ``UPDATE … SET revision = n + 1 … WHERE id = ? AND revision = n``: when it
-changes no row, another worker wrote first. ``waiting_since`` (the oldest pending
-approval's time, ``NULL`` when nothing waits) is indexed, so the approval inbox reads
-only the sessions that wait.
+A session is a small head row (``data``: everything but its messages and audit
+trail, ``rows.py``), one item row per message and audit record, and one row per call
+waiting for a human. A step's write appends what the step added and rewrites the
+head; the compare-and-swap is one statement on the head, ``UPDATE … SET revision =
+n + 1 … WHERE id = ? AND revision = n`` (no row changed: another worker wrote first),
+in the same transaction as the items, so a reader sees a session and its revision
+whole. Opening a session is one read (one statement: the head and its items).
+``pending(limit=, after=)`` pages through the pending-calls table by its index
+(``issued_at, session_id, call_id``) and reads nothing else. Text, not JSONB:
+PostgreSQL's JSONB refuses the escaped lone surrogates a tool's result may hold.
+
+Sessions written before this layout (the whole session in ``data``, its
+``waiting_since`` set when it waits) are read as they are, listed by ``pending`` from
+that column, and stored in the new layout by their next write.
+
+Every database error is a ``StoreError`` naming the store and what to do. The schema
+is created only when it is missing, so a process that only reads (an inbox) never
+waits for another's write lock.
 
 SQLite (standard library ``sqlite3``) runs in WAL mode with ``synchronous=FULL``: each
 write is durable when it returns, readers never block the writer, and several
 processes on one machine share the file safely (``BEGIN IMMEDIATE`` takes the write
-lock up front, ``timeout`` seconds of waiting for it). PostgreSQL (``psycopg`` 3, the
-extra ``agentflow[postgres]``, imported only when a ``PostgresStore`` is made) serves
-workers on many machines; its row lock makes a second ``UPDATE`` of the same row wait
-for the first, then find the revision changed.
+lock up front, ``timeout`` seconds of waiting for it). Its lease is an OS lock on
+``PATH-locks/<sha256 of the id>.lock`` beside the database (``_durable.FileLock``),
+which the kernel drops when its holder dies; one machine, as SQLite itself.
 
-The lease (who has a session open for a run, SPEC R16, R22), released by the holder's
-death however abrupt:
+PostgreSQL (``psycopg`` 3, the extra ``agentflow[postgres]``, imported only when a
+``PostgresStore`` is made) serves workers on many machines. A lost connection (a
+server restart, a failover) is reconnected by the next statement, waiting at most
+``reconnect_wait`` seconds, meanwhile ``StoreError``. Its lease is a row,
+``agentflow_leases(id, owner, heartbeat)``, kept by **one background thread** of the
+store on a connection of its own, which also holds a session advisory lock per
+leased session and renews the heartbeats (server clock) every ``lease_ttl / 6``
+seconds. Another worker may take a lease only when
 
-* SQLite: an OS lock (``flock``; ``msvcrt.locking`` on Windows) on a lock file per
-  session, ``PATH-locks/<sha256 of the id>.lock`` beside the database, held on an open
-  descriptor: the kernel drops it when the process dies, SIGKILL included. The file
-  exists only while held. One machine, as SQLite itself; not on a network file system.
-* PostgreSQL: a session-level advisory lock, ``pg_try_advisory_lock`` on a 64-bit hash
-  of the id, held by the store's connection; the server drops it when that connection
-  ends. A worker that vanishes without closing its connection (a machine powered off, a
-  cut network) holds it until the server notices: set TCP keepalives (libpq
-  ``keepalives_idle`` … or the server's ``tcp_keepalives_*``) to bound that. Needs a
-  real session per connection: not through a pooler in transaction mode.
+* the holder's advisory lock is free (its connection ended) **and** its last
+  heartbeat is younger than the server's start: the holder died (or lost the
+  server) while this server ran — taken at once; or
+* its heartbeat is older than ``lease_ttl`` seconds (default 30): a holder cut off
+  longer than that, e.g. one that died while the server was down.
+
+So a server restart under a worker that is still inside a tool does not free its
+session: the keeper reconnects, takes its advisory locks again and renews the
+heartbeat, and meanwhile the heartbeat predates the server's start. A holder whose
+lease was taken after all notices at its next write, which checks the lease row in
+the write's transaction and is refused (``SessionLockedError``). Needs a real session
+per connection: not through a pooler in transaction mode.
 """
 
 from __future__ import annotations
@@ -38,66 +60,230 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import threading
 import time
+import uuid
 
-from ..errors import SessionError
+from ..codec import encode
+from ..errors import SessionError, SessionLockedError, StoreError
 from ..redact import mask_url
-from .base import SessionStore, conflict
-from .files import os_lease
+from . import rows
+from .base import (PendingEntry, SessionStore, broken_entry, conflict, page,
+                   pending_entries)
 
 _TABLE = "agentflow_sessions"
+_ITEMS = "agentflow_session_items"
+_PENDING = "agentflow_pending_calls"
+_LEASES = "agentflow_leases"
 _SCHEMA = (
-    f"CREATE TABLE IF NOT EXISTS {_TABLE} (id TEXT PRIMARY KEY, revision BIGINT NOT NULL, "
-    "data TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
-    "waiting_since DOUBLE PRECISION)",
-    f"CREATE INDEX IF NOT EXISTS {_TABLE}_waiting ON {_TABLE} (waiting_since) "
-    "WHERE waiting_since IS NOT NULL",
+    (_TABLE, f"CREATE TABLE IF NOT EXISTS {_TABLE} (id TEXT PRIMARY KEY, revision BIGINT "
+             "NOT NULL, data TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
+             "waiting_since DOUBLE PRECISION)"),
+    (f"{_TABLE}_waiting", f"CREATE INDEX IF NOT EXISTS {_TABLE}_waiting ON {_TABLE} "
+                          "(waiting_since) WHERE waiting_since IS NOT NULL"),
+    (_ITEMS, f"CREATE TABLE IF NOT EXISTS {_ITEMS} (session_id TEXT NOT NULL, kind TEXT "
+             "NOT NULL, position BIGINT NOT NULL, data TEXT NOT NULL, mac TEXT NOT NULL, "
+             "PRIMARY KEY (session_id, kind, position))"),
+    (_PENDING, f"CREATE TABLE IF NOT EXISTS {_PENDING} (session_id TEXT NOT NULL, call_id "
+               "TEXT NOT NULL, issued_at DOUBLE PRECISION NOT NULL, data TEXT NOT NULL, "
+               "mac TEXT NOT NULL, PRIMARY KEY (session_id, call_id))"),
+    (f"{_PENDING}_order", f"CREATE INDEX IF NOT EXISTS {_PENDING}_order ON {_PENDING} "
+                          "(issued_at, session_id, call_id)"),
 )
 
 
 class _SQLStore(SessionStore):
-    """The statements both databases share; ``?`` marks a parameter."""
+    """What both databases share; ``?`` marks a parameter."""
 
     placeholder = "?"
+    begin = "BEGIN"
+
+    # -- statements, errors ------------------------------------------------------------
 
     def _execute(self, sql: str, params=()):
         return self._db.execute(sql.replace("?", self.placeholder), params)
 
-    def _transaction(self):
+    def _many(self, sql: str, params: list) -> None:
+        if params:
+            self._db.cursor().executemany(sql.replace("?", self.placeholder), params)
+
+    def _fail(self, exc: Exception, doing: str, saved: bool | None) -> StoreError:
+        """The ``StoreError`` for a database error."""
         raise NotImplementedError
 
-    def _fetch(self, session_id: str):
-        row = self._execute(f"SELECT revision, data FROM {_TABLE} WHERE id = ?",
-                            (session_id,)).fetchone()
-        return None if row is None else (row[0], row[1])
+    def _attempt(self, work, doing: str, write: bool):
+        """Run ``work()`` (its statements), its database errors as ``StoreError``."""
+        try:
+            return work()
+        except self._errors as exc:
+            raise self._fail(exc, doing, False if write else None) from exc
 
-    def _swap(self, session_id: str, expected: int, text: str, waiting) -> None:
+    @contextlib.contextmanager
+    def _transaction(self):
+        self._execute(self.begin)
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(*self._errors):
+                self._execute("ROLLBACK")
+            raise
+        self._committing = True
+        try:
+            self._execute("COMMIT")
+        finally:
+            self._committing = False
+
+    def _create_schema(self, present) -> None:
+        """Create what is missing, in one transaction; nothing (and no lock) when all is
+        there. ``present(names)`` says how many of the names exist."""
+        wanted = self._schema()
+        if present([name for name, _ in wanted]) == len(wanted):
+            return
         with self._transaction():
+            self._schema_lock()
+            for _, statement in wanted:
+                self._execute(statement)
+
+    def _schema(self):
+        return _SCHEMA
+
+    def _schema_lock(self) -> None:
+        """Make two workers creating the schema at once wait for each other."""
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _read(self, session_id: str):
+        def work():
+            return self._execute(
+                f"SELECT 0, revision, data, '', '' FROM {_TABLE} WHERE id = ? UNION ALL "
+                f"SELECT 1, position, data, mac, kind FROM {_ITEMS} WHERE session_id = ? "
+                "ORDER BY 1, 5, 2", (session_id, session_id)).fetchall()
+        found = self._attempt(work, f"reading session {session_id!r}", False)
+        if not found or found[0][0] != 0:
+            return None
+        where = f"session {session_id!r} in {self!r}"
+        _, revision, head, _, _ = found[0]
+        session, written = rows.read(session_id, revision, head,
+                                     [(kind, position, text, mac)
+                                      for _, position, text, mac, kind in found[1:]],
+                                     self.secret, where)
+        if written is None:  # a row written before the rows layout
+            return session, encode(session.to_dict(), self.secret)
+        written.pending = self._pending_rows(session_id, session)  # as its writer wrote them
+        return session, written
+
+    def _blank(self, session_id, session):
+        return rows.change(session_id, session, session.revision, rows.Written(),
+                           self.secret, self._pending_rows(session_id, session)).written
+
+    def _pending_rows(self, session_id, session) -> list:
+        return [rows.pending_row(session_id, entry, self.secret)
+                for entry in pending_entries(session_id, session, 0.0)]
+
+    def pending(self, now: float | None = None, limit: int | None = None,
+                after=None) -> list:
+        now = time.time() if now is None else now
+        sql = f"SELECT session_id, call_id, issued_at, data, mac FROM {_PENDING}"
+        params: tuple = ()
+        if after is not None:
+            sql += " WHERE (issued_at, session_id, call_id) > (?, ?, ?)"
+            params = (after.issued_at, after.session_id, after.call_id)
+        sql += " ORDER BY issued_at, session_id, call_id"
+        if limit is not None:
+            sql += f" LIMIT {max(0, int(limit))}"
+
+        def work():
+            return (self._execute(sql, params).fetchall(),
+                    self._execute(f"SELECT id, revision, data, waiting_since FROM {_TABLE} "
+                                  "WHERE waiting_since IS NOT NULL").fetchall())
+        found, legacy = self._attempt(work, "listing the pending calls", False)
+        entries = []
+        for session_id, call_id, issued_at, text, mac in found:
+            try:
+                data = rows.read_pending_row(session_id, text, mac, self.secret)
+                entries.append(PendingEntry(
+                    session_id, call_id, data["tool"], data["arguments"], data["digest"],
+                    issued_at, data["expires_at"], max(0.0, now - issued_at)))
+            except (ValueError, KeyError, TypeError, SessionError) as exc:
+                entries.append(broken_entry(session_id, exc, issued_at, now))
+        for session_id, revision, text, since in legacy:  # written before the rows layout
+            try:
+                session = self._decode(session_id, revision, text)
+            except SessionError as exc:
+                if isinstance(exc, StoreError):
+                    raise
+                entries.append(broken_entry(session_id, exc, since, now))
+                continue
+            entries += pending_entries(session_id, session, now)
+        return page(entries, limit, after)
+
+    # -- writing -------------------------------------------------------------------------
+
+    def _write(self, session_id, session, before, changed):
+        if isinstance(before, str):  # read from a row written before the rows layout
+            if not changed and encode(session.to_dict(), self.secret) == before:
+                return before
+            before = None
+        revision = session.revision + 1
+        change = rows.change(session_id, session, revision, before, self.secret,
+                             self._pending_rows(session_id, session))
+        if not changed and rows.unchanged(change, before):
+            return before
+        with self._leased(session_id):
+            self._attempt(lambda: self._store(session_id, session.revision, change, before),
+                          f"saving session {session_id!r}", True)
+        session.revision = revision
+        return change.written
+
+    def _store(self, session_id: str, expected: int, change, before) -> None:
+        with self._transaction():
+            self._check_lease(session_id)
+            now = time.time()
             if expected == 0:
+                for table in (_ITEMS, _PENDING):
+                    self._execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
                 done = self._execute(
                     f"INSERT INTO {_TABLE} (id, revision, data, updated_at, waiting_since) "
-                    "VALUES (?, 1, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                    (session_id, text, time.time(), waiting)).rowcount
+                    "VALUES (?, 1, ?, ?, NULL) ON CONFLICT (id) DO NOTHING",
+                    (session_id, change.head, now)).rowcount
             else:
                 done = self._execute(
                     f"UPDATE {_TABLE} SET revision = ?, data = ?, updated_at = ?, "
-                    "waiting_since = ? WHERE id = ? AND revision = ?",
-                    (expected + 1, text, time.time(), waiting, session_id, expected)).rowcount
+                    "waiting_since = NULL WHERE id = ? AND revision = ?",
+                    (expected + 1, change.head, now, session_id, expected)).rowcount
             if done != 1:
                 row = self._execute(f"SELECT revision FROM {_TABLE} WHERE id = ?",
                                     (session_id,)).fetchone()
                 raise conflict(session_id, expected, row[0] if row else None)
+            for kind, code in rows.KINDS.items():
+                start = change.start[kind]
+                if before is None or start < len(before.texts[kind]):
+                    self._execute(f"DELETE FROM {_ITEMS} WHERE session_id = ? AND kind = ? "
+                                  "AND position >= ?", (session_id, code, start))
+                self._many(f"INSERT INTO {_ITEMS} (session_id, kind, position, data, mac) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           [(session_id, code, position, text, mac)
+                            for position, text, mac in change.items[kind]])
+            if change.pending is not None:
+                self._execute(f"DELETE FROM {_PENDING} WHERE session_id = ?", (session_id,))
+                self._many(f"INSERT INTO {_PENDING} (session_id, call_id, issued_at, data, "
+                           "mac) VALUES (?, ?, ?, ?, ?)",
+                           [(session_id, *row) for row in change.pending])
 
-    def _waiting(self):
-        return self._execute(f"SELECT id, revision, data FROM {_TABLE} WHERE waiting_since "
-                             "IS NOT NULL ORDER BY waiting_since").fetchall()
+    def _check_lease(self, session_id: str) -> None:
+        """Refuse a write whose worker no longer holds the session's lease."""
 
     def _remove(self, session_id: str) -> None:
-        with self._transaction():
-            self._execute(f"DELETE FROM {_TABLE} WHERE id = ?", (session_id,))
+        def work():
+            with self._transaction():
+                self._execute(f"DELETE FROM {_TABLE} WHERE id = ?", (session_id,))
+                for table in (_ITEMS, _PENDING):
+                    self._execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+        self._attempt(work, f"deleting session {session_id!r}", True)
 
     def close(self) -> None:
-        self._db.close()
+        with contextlib.suppress(*self._errors):
+            self._db.close()
 
 
 class SQLiteStore(_SQLStore):
@@ -106,7 +292,7 @@ class SQLiteStore(_SQLStore):
 
     Args:
         path: the database file (created if missing; its folder must exist).
-        secret: sign and check every session (HMAC-SHA256).
+        secret: sign and check every session (HMAC-SHA256, each item chained).
         timeout: seconds a write waits for another process's write lock.
         synchronous: SQLite's ``PRAGMA synchronous``: ``FULL`` (default) makes each
             write durable when it returns, also across a power loss; ``NORMAL`` in WAL
@@ -115,12 +301,17 @@ class SQLiteStore(_SQLStore):
 
     Raises:
         FileNotFoundError: the folder of ``path`` does not exist.
+        StoreError: the file is not a database, or the schema cannot be created.
     """
+
+    begin = "BEGIN IMMEDIATE"  # the write lock now, not at the first write
 
     def __init__(self, path, secret: str | bytes | None = None, timeout: float = 10.0,
                  synchronous: str = "FULL"):
         import sqlite3
         super().__init__(secret)
+        self._errors = (sqlite3.Error,)
+        self._committing = False
         self.path = os.fspath(path)
         folder = os.path.dirname(os.path.abspath(self.path))
         if not os.path.isdir(folder):
@@ -128,58 +319,77 @@ class SQLiteStore(_SQLStore):
                                     f"{folder} does not exist")
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, got {synchronous!r}")
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-        with self._transaction():
-            for statement in _SCHEMA:
-                self._db.execute(statement)
+
+        def connect():
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+            if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._create_schema(lambda names: self._db.execute(
+                "SELECT count(*) FROM sqlite_master WHERE name IN "
+                f"({', '.join('?' for _ in names)})", names).fetchone()[0])
+        self._attempt(connect, "opening the database", False)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
+    def _fail(self, exc, doing, saved):
+        import sqlite3
+        text = str(exc).strip()
+        retryable = isinstance(exc, sqlite3.OperationalError) and "locked" in text
+        advice = ("another process held the write lock longer than the timeout; try "
+                  "again" if retryable else
+                  "check that the file is a database agentflow wrote, that its folder is "
+                  "writable and the disk not full")
+        return StoreError(f"{self!r} failed while {doing}: {text}; {advice}. "
+                          f"{_saved(saved)}", store=repr(self), retryable=retryable,
+                          saved=saved)
+
     def _acquire(self, session_id: str):
+        from .files import os_lease
         folder = self.path + "-locks"
         os.makedirs(folder, exist_ok=True)
         name = hashlib.sha256(session_id.encode("utf-8")).hexdigest()
         return os_lease(os.path.join(folder, name + ".lock"))
 
-    @contextlib.contextmanager
-    def _transaction(self):
-        self._db.execute("BEGIN IMMEDIATE")  # the write lock now, not at the first write
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
-
 
 class PostgresStore(_SQLStore):
-    """Sessions in a PostgreSQL table: for workers on many machines (SPEC R22). Needs
+    """Sessions in PostgreSQL tables: for workers on many machines (SPEC R22). Needs
     ``pip install '.[postgres]'`` in a checkout (psycopg 3).
 
     Args:
         dsn: a libpq connection string or URL, e.g.
             ``postgresql://agent@db.example/agentflow``.
-        secret: sign and check every session (HMAC-SHA256).
-        connect_timeout: seconds to wait for the server.
+        secret: sign and check every session (HMAC-SHA256, each item chained).
+        connect_timeout: seconds to wait for the server at each connection attempt.
+        reconnect_wait: seconds (float) a statement waits for a lost server to come
+            back before it raises ``StoreError``.
+        lease_ttl: seconds (float) after its last heartbeat that a lease may be taken
+            from a holder that cannot be seen to have died (module docstring).
 
     Raises:
         ImportError: psycopg is not installed.
-        SessionError: the server cannot be reached.
+        StoreError: the server cannot be reached.
     """
 
     placeholder = "%s"
 
     def __init__(self, dsn: str, secret: str | bytes | None = None,
-                 connect_timeout: float = 10.0):
+                 connect_timeout: float = 10.0, reconnect_wait: float = 5.0,
+                 lease_ttl: float = 30.0):
         try:
             import psycopg
         except ImportError:
             raise ImportError("PostgresStore needs psycopg 3: pip install "
                               "'.[postgres]' in a checkout of agentflow") from None
         super().__init__(secret)
+        self._psycopg = psycopg
+        self._errors = (psycopg.Error,)
+        self._committing = False
+        self._dsn = dsn
+        self._timeout = max(1, round(connect_timeout))
+        self.reconnect_wait = reconnect_wait
+        self.lease_ttl = lease_ttl
         try:
             info = psycopg.conninfo.conninfo_to_dict(dsn)
         except psycopg.Error:  # its message quotes the bad part: maybe the password
@@ -189,32 +399,186 @@ class PostgresStore(_SQLStore):
                                "the password in PGPASSWORD or ~/.pgpass") from None
         self._where = (f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/"
                        f"{info.get('dbname', '')}")  # never the password
-        try:
-            self._db = psycopg.connect(dsn, autocommit=True,
-                                       connect_timeout=max(1, round(connect_timeout)))
-        except psycopg.OperationalError as exc:
-            raise SessionError(f"cannot reach the PostgreSQL store at {self._where}: "
-                               f"{str(exc).strip()}") from None
-        with self._transaction():
-            # CREATE … IF NOT EXISTS is not safe against a second worker doing the same.
-            self._execute("SELECT pg_advisory_xact_lock(?)", (0x61676E74,))
-            for statement in _SCHEMA:
-                self._execute(statement)
+        self.owner = f"{os.uname().nodename if hasattr(os, 'uname') else ''}:{os.getpid()}:" \
+                     f"{uuid.uuid4().hex[:12]}"
+        self._db = self._connect(deadline=time.monotonic())
+        self._keeper = _LeaseKeeper(self)
+        self._attempt(lambda: self._create_schema(self._present), "creating the schema", False)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"
 
+    def _connect(self, deadline: float):
+        """A new connection, trying until ``deadline`` (``time.monotonic()``)."""
+        pause = 0.1
+        while True:
+            try:
+                return self._psycopg.connect(self._dsn, autocommit=True,
+                                             connect_timeout=self._timeout)
+            except self._psycopg.OperationalError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise StoreError(
+                        f"cannot reach the PostgreSQL store at {self._where}: "
+                        f"{str(exc).strip()}. Check that the server runs and accepts "
+                        "this connection; agentflow retries by itself at the next call.",
+                        store=repr(self), retryable=True) from None
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+
+    def _attempt(self, work, doing: str, write: bool):
+        for attempt in (1, 2):
+            self._sent = False
+            try:
+                return work()
+            except self._errors as exc:
+                lost = self._db.closed or self._db.broken or isinstance(
+                    exc, self._psycopg.OperationalError)
+                if lost:
+                    with contextlib.suppress(*self._errors):
+                        self._db.close()
+                    committing, self._committing = self._committing, False
+                    self._db = self._connect(time.monotonic() + self.reconnect_wait)
+                    if attempt == 1 and not (write and (self._sent or committing)):
+                        continue  # nothing reached the server: do it again
+                    saved = "unknown" if committing else False if write else None
+                else:
+                    saved = False if write else None
+                raise self._fail(exc, doing, saved) from exc
+
+    def _execute(self, sql: str, params=()):
+        cursor = super()._execute(sql, params)
+        self._sent = True
+        return cursor
+
+    def _fail(self, exc, doing, saved):
+        retryable = isinstance(exc, self._psycopg.OperationalError)
+        advice = ("the connection was lost and is open again: try again" if retryable else
+                  "check the database's log and that this role may use agentflow's tables")
+        return StoreError(f"{self!r} failed while {doing}: {str(exc).strip()}; {advice}. "
+                          f"{_saved(saved)}", store=repr(self), retryable=retryable,
+                          saved=saved)
+
+    def _present(self, names) -> int:
+        return self._execute("SELECT count(*) FROM unnest(?::text[]) AS n WHERE "
+                             "to_regclass(n) IS NOT NULL", (names,)).fetchone()[0]
+
+    def _schema(self):
+        return _SCHEMA + ((_LEASES, f"CREATE TABLE IF NOT EXISTS {_LEASES} (id TEXT PRIMARY "
+                                    "KEY, owner TEXT NOT NULL, heartbeat DOUBLE PRECISION "
+                                    "NOT NULL)"),)
+
+    def _schema_lock(self) -> None:
+        # CREATE … IF NOT EXISTS is not safe against a second worker doing the same.
+        self._execute("SELECT pg_advisory_xact_lock(?)", (0x61676E74,))
+
     def _acquire(self, session_id: str):
-        digest = hashlib.sha256(b"agentflow session " + session_id.encode("utf-8")).digest()
-        key = int.from_bytes(digest[:8], "big", signed=True)
-        if not self._execute("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0]:
-            return None
+        return self._keeper.acquire(session_id)
+
+    def _check_lease(self, session_id: str) -> None:
+        row = self._execute(f"SELECT owner FROM {_LEASES} WHERE id = ? FOR SHARE",
+                            (session_id,)).fetchone()
+        if row is None or row[0] != self.owner:
+            raise SessionLockedError(
+                f"session {session_id!r}: this worker's lease on it was lost (its "
+                f"heartbeat could not be renewed for {self.lease_ttl:g} s, e.g. while the "
+                f"database was down) and {'another worker holds it' if row else 'it is free'}"
+                ". Nothing was saved; load the session again.")
+
+    def close(self) -> None:
+        self._keeper.close()
+        super().close()
+
+
+class _LeaseKeeper:
+    """The leases of one ``PostgresStore``: taken, renewed by one background thread
+    and given back on a connection of their own (module docstring)."""
+
+    def __init__(self, store: PostgresStore):
+        self.store = store
+        self.held: dict[str, int] = {}  # session id -> advisory lock key
+        self.lost: set[str] = set()
+        self._mutex = threading.Lock()
+        self._db = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _run(self, statement: str, params=()):
+        """Run one statement on the keeper's connection (reconnecting, and then taking
+        the advisory locks again); the caller holds the mutex."""
+        if self._db is None or self._db.closed or self._db.broken:
+            self._db = self.store._connect(time.monotonic() + self.store.reconnect_wait)
+            for session_id, key in list(self.held.items()):
+                if not self._db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                    self.lost.add(session_id)
+        return self._db.execute(statement, params)
+
+    def acquire(self, session_id: str):
+        key = int.from_bytes(hashlib.sha256(b"agentflow session " + session_id.encode(
+            "utf-8")).digest()[:8], "big", signed=True)
+        with self._mutex:
+            try:
+                if not self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                    return None  # its holder's connection is alive
+                taken = self._run(
+                    f"INSERT INTO {_LEASES} AS l (id, owner, heartbeat) VALUES (%s, %s, "
+                    "EXTRACT(EPOCH FROM clock_timestamp())) ON CONFLICT (id) DO UPDATE SET "
+                    "owner = EXCLUDED.owner, heartbeat = EXCLUDED.heartbeat WHERE "
+                    "l.owner = EXCLUDED.owner OR l.heartbeat < EXCLUDED.heartbeat - %s OR "
+                    "l.heartbeat >= EXTRACT(EPOCH FROM pg_postmaster_start_time()) "
+                    "RETURNING owner", (session_id, self.store.owner, self.store.lease_ttl)
+                ).fetchone()
+                if taken is None:  # a holder cut off by a restart may still be alive
+                    self._run("SELECT pg_advisory_unlock(%s)", (key,))
+                    return None
+            except self.store._errors as exc:
+                raise self.store._fail(exc, f"taking the lease of {session_id!r}", False) \
+                    from exc
+            self.held[session_id] = key
+            self.lost.discard(session_id)
+            self._start()
 
         def release() -> None:
-            import psycopg
-            with contextlib.suppress(psycopg.Error):  # a lost connection released it
-                self._execute("SELECT pg_advisory_unlock(?)", (key,))
+            with self._mutex:
+                self.held.pop(session_id, None)
+                with contextlib.suppress(self.store._errors + (StoreError,)):
+                    self._run(f"DELETE FROM {_LEASES} WHERE id = %s AND owner = %s",
+                              (session_id, self.store.owner))
+                    self._run("SELECT pg_advisory_unlock(%s)", (key,))
         return release
 
-    def _transaction(self):
-        return self._db.transaction()
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._beat, name="agentflow-lease-keeper",
+                                            daemon=True)
+            self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.store.lease_ttl / 6):
+            with self._mutex:
+                if not self.held:
+                    continue
+                with contextlib.suppress(self.store._errors + (StoreError,)):
+                    kept = {row[0] for row in self._run(
+                        f"UPDATE {_LEASES} SET heartbeat = EXTRACT(EPOCH FROM "
+                        "clock_timestamp()) WHERE owner = %s AND id = ANY(%s) RETURNING id",
+                        (self.store.owner, list(self.held))).fetchall()}
+                    self.lost |= set(self.held) - kept
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._mutex, contextlib.suppress(Exception):
+            if self._db is not None:
+                self._db.close()
+
+
+def _saved(saved) -> str:
+    """What a failed statement did to the session: ``False`` nothing saved, ``None``
+    a read, ``"unknown"`` the connection was lost during a write's commit."""
+    if saved is None:
+        return ""
+    if saved == "unknown":
+        return ("The connection was lost during the commit: the write may or may not "
+                "have been saved; load the session to see.")
+    return "Nothing was saved."
