@@ -22,6 +22,7 @@ import linear  # noqa: E402
 import loop_only  # noqa: E402
 import memory  # noqa: E402
 import peers  # noqa: E402
+import scale  # noqa: E402
 import startup  # noqa: E402
 import stores  # noqa: E402
 from common import SOURCE, runs, summary  # noqa: E402
@@ -202,6 +203,15 @@ def main() -> int:
               f"(bench/keepalive.py). Target: one per run, TLS within {keepalive.TARGET}× "
               "of plain HTTP.", ""]
     lines += keepalive.table(keepalive.main())
+
+    print("stores at scale ...", flush=True)
+    lines += ["", "## 10. Stores at scale", "",
+              f"SPEC R22 addendum (bench/scale.py): ms and bytes per save of a step (one tool "
+              f"round) on a session of 10 to 5,000 messages, {scale.STEPS} steps each, medians "
+              "[min – max]; then `pending(limit=100)` with 10 and with 50,000 sessions "
+              "waiting. Goals: SQLite and PostgreSQL flat within 2× from 10 to 5,000; the "
+              "first page under 50 ms and under 1.5× the cost with 10.", ""]
+    lines += scale.table(scale.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]

@@ -4,7 +4,7 @@ call (SPEC R16, R22; target: under 1 ms per call with SQLite).
 The run is bench/loop_only.py's (a provider decoded beforehand, one ``lookup`` call
 per round), with the session opened from each store: every step is saved, which is
 three writes per round (the model's turn, the call's write-ahead record, its result).
-``store.save`` is timed call by call; the write-ahead record is the write made while
+``store.checkpoint`` is timed call by call; the write-ahead record is the write made while
 ``session.running`` holds the call. PostgreSQL: ``AGENTFLOW_BENCH_POSTGRES_DSN``, or a
 throwaway cluster started here (durable: fsync on), when PostgreSQL is installed.
 """
@@ -28,18 +28,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 class Timed:
-    """Wraps a store's ``save``: the seconds of each write, write-ahead ones apart."""
+    """Wraps a store's ``checkpoint`` (the write of each step of an open session): the
+    seconds of each write, write-ahead ones apart."""
 
     def __init__(self, store):
         self.store, self.writes, self.ahead = store, [], []
-        real = store.save
+        real = store.checkpoint
 
-        def save(session_id, session):
+        def checkpoint(session_id, session, before, changed):
             start = time.perf_counter()
-            text = real(session_id, session)
+            written = real(session_id, session, before, changed)
             (self.ahead if session.running else self.writes).append(time.perf_counter() - start)
-            return text
-        store.save = save
+            return written
+        store.checkpoint = checkpoint
 
 
 def one_run(store, session_id: str) -> float:

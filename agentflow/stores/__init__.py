@@ -4,7 +4,7 @@
     store = SQLiteStore("sessions.db")
     with store.open("ticket-42") as session:          # saved after every step
         for update in agent.run("refund order 42", session): ...
-    for entry in store.pending():                      # the approval inbox
+    for entry in store.pending(limit=100):             # the approval inbox, a page
         print(entry.session_id, entry.call_id, entry.tool, entry.arguments)
 
 Which store:
@@ -20,7 +20,12 @@ A worker holds a lease on each session it has open, released when it ends or die
 (SIGKILL included): meanwhile another worker's ``open`` or write is refused with
 ``SessionLockedError`` naming the call running there, so a call still running in a
 live worker is never answered 'interrupted' (R16). The lease is an OS lock for the file
-and SQLite stores, a session advisory lock for PostgreSQL (``sql.py`` says more).
+and SQLite stores, a row with a heartbeat (and an advisory lock) for PostgreSQL, which
+survives a server restart (``sql.py`` says more).
+
+The database stores append each step's messages and records (SPEC R22 addendum,
+``rows.py``); ``pending(limit=, after=)`` pages through the inbox; a session a store
+cannot read is an inbox entry with its ``error``; database failures are ``StoreError``.
 
 ``open_store(url)`` makes one from ``sqlite:///relative.db``, ``sqlite:////absolute.db``,
 ``postgresql://…`` (or ``postgres://…``) or ``file:///folder``.
