@@ -440,7 +440,9 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
     Returns:
         ``(verdict, note)``: ``verdict`` is ``None`` when no rule decides (the tool's
         own ``requires_approval`` does); ``note`` then says why no allow rule applied
-        (or ``""``), for the audit trail and the prompt.
+        (or ``""``), for the audit trail and the prompt. A tool's
+        ``allow_refusal(arguments)`` (``RunCommand``'s: a call leaving the sandbox) can
+        keep every allow rule from a call; deny and ask rules still apply.
     """
     layers = list(layers)
     name = policy_name(tool)
@@ -456,6 +458,10 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
         if first:
             why = f"{first[0]}; the line could not be read fully: {subject.unreadable}"
             return Verdict(effect, (why,), (first[1].name,)), ""
+    refusal = getattr(tool, "allow_refusal", None)  # e.g. a call leaving the sandbox
+    refused = refusal(arguments) if refusal is not None else None
+    if refused:
+        return None, f"no allow rule applies: {refused}"
     allows = [(rule, layer) for layer in layers for rule in layer.rules("allow")
               if rule.tool == name]
     if not allows:
@@ -497,10 +503,11 @@ def exact_rules(tool, arguments) -> list[str]:
         list[str]: one rule per command of a command line, the tool's name
         (``policy_name``) for a tool without a subject; empty when no rule can (a line
         with a substitution, arguments without their subject, an MCP tool whose name a
-        rule cannot spell).
+        rule cannot spell, a call no allow rule may let run: ``allow_refusal``).
     """
     name = policy_name(tool)
-    if _RULE.fullmatch(name) is None:
+    refusal = getattr(tool, "allow_refusal", None)
+    if _RULE.fullmatch(name) is None or (refusal is not None and refusal(arguments)):
         return []
     if getattr(tool, "subject", None) is None:
         return [name]

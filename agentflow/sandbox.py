@@ -135,13 +135,14 @@ class Sandbox:
             leaves: the call asks to run outside the sandbox (``sandbox: false``).
 
         Returns:
-            str: e.g. ``sandboxed (workspace-write, no network)``, or ``not
-            sandboxed (…why…)``.
+            str: ``sandboxed (<mode>, no network)`` (or ``network``); ``not
+            sandboxed`` with mode ``off``; ``not sandboxed (<why bwrap cannot start>)``;
+            ``not sandboxed (the call asks to leave the sandbox)``.
         """
         if leaves and self.active:
             return "not sandboxed (the call asks to leave the sandbox)"
         if not self.active:
-            return "not sandboxed" + (" (bwrap cannot start here)" if self.mode != "off" else "")
+            return "not sandboxed" + (f" ({unavailable()})" if self.mode != "off" else "")
         return f"sandboxed ({self.mode}, {'network' if self.network else 'no network'})"
 
     def argv(self, command: str, workspace: str, secret_files, home: str | None = None
