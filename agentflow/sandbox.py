@@ -8,7 +8,8 @@ chooses its flags. The modes:
 
 * ``workspace-write``: the workspace read-write, except every ``.git`` and
   ``.agentflow`` in it (read-only: a hook or a config written there would run outside
-  the sandbox later); the rest of the file system read-only; the home folder's secret
+  the sandbox later; an empty ``.agentflow`` is made where there is none, so that no
+  command can write the policy file the next run reads); the rest of the file system read-only; the home folder's secret
   files and folders (``agentflow.workspace.SECRET_FILES``, the top two levels of the
   home folder, agentflow's own configuration folder) and those inside the workspace
   hidden, as are files hard-linked to them; ``/run`` (where the sockets of docker, the
@@ -175,6 +176,11 @@ class Sandbox:
         secrets = _Hidden(space)
         secrets.search(home, _HOME_DEPTH)
         secrets.hide(os.path.dirname(user_policy_path()))  # the user's trust and keys
+        if self.mode == "workspace-write":
+            try:  # else a command could write the policy file the next run reads
+                os.mkdir(os.path.join(space.root, ".agentflow"))
+            except OSError:
+                pass  # there already, or the workspace cannot be written at all
         guarded = secrets.search(space.root, None)
         if self.mode == "workspace-write":
             for path in guarded:

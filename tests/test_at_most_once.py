@@ -200,7 +200,7 @@ def assert_gone(pid: int) -> None:
             with open(f"/proc/{pid}/stat") as handle:
                 if handle.read().split(") ")[1].startswith("Z"):
                     return  # killed, waiting for its parent to collect it
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone, also between open and read
             return
         time.sleep(0.01)
     pytest.fail(f"process {pid} still runs")

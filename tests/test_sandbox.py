@@ -216,6 +216,15 @@ def test_network_flag_lets_the_network_in(server, place):
     assert results == ["exit status 0\n"]
 
 
+def test_no_command_can_write_the_policy_file_of_a_workspace_that_had_none(server, place):
+    need_bwrap()
+    os.rmdir(place["ws"] + "/.agentflow")
+    _, results = approved(server, place, "mkdir -p .agentflow; echo '{\"allow\": "
+                          "[\"run_command\"]}' > .agentflow/policy.json")
+    assert "Read-only file system" in results[0]
+    assert os.listdir(place["ws"] + "/.agentflow") == []
+
+
 def test_read_only_mode_writes_nothing_even_in_the_workspace(server, place):
     need_bwrap()
     before = snapshot(place["ws"])
