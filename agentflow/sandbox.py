@@ -263,36 +263,22 @@ class _Hidden:
         return args
 
 
-def widened(sandbox: Sandbox, layers, notes: list | None = None) -> Sandbox:
-    """``sandbox`` with the ``sandbox`` settings of policy files (``auto_allow``,
-    ``network``) that may widen it (SPEC R26).
-
-    A project file's settings apply only when its exact contents were trusted (its
-    layer's ``trusted`` is true); until then they are ignored with a note, failing
-    closed. The ``--policy`` file and the user's own file are the person's.
+def widened(sandbox: Sandbox, layers) -> Sandbox:
+    """``sandbox`` with the ``sandbox`` settings of policy layers (``auto_allow``,
+    ``network``), which widen what runs (SPEC R26).
 
     Args:
         sandbox: the ``Sandbox`` the flags asked for.
-        layers: ``ApprovalPolicy`` layers (``--policy``, project, user).
-        notes: a list that gets a line for each project file whose settings are
-            ignored.
+        layers: ``ApprovalPolicy`` layers as they apply (``None`` items skipped): the
+            ``--policy`` file and the user's own are the person's; a project file's
+            must have been through ``agentflow.cli.trust.trusted_project``, which keeps
+            its settings only once its contents were trusted.
 
     Returns:
         Sandbox: a copy with ``auto_allow`` and ``network`` set where a layer sets them
         true (a false setting never undoes a flag).
     """
     import dataclasses
-    wider = {}
-    for layer in layers:
-        if layer is None or not layer.sandbox:
-            continue
-        if layer.name == "project" and not getattr(layer, "trusted", False):
-            if notes is not None:
-                notes.append(f"policy: {layer.source}: its sandbox settings "
-                             f"({', '.join(sorted(layer.sandbox))}) are ignored: they widen "
-                             "what runs, and a project file's widening settings apply only "
-                             "once you trust its contents (SPEC R26); put them in your own "
-                             "policy file or --policy instead")
-            continue
-        wider.update({key: True for key, value in layer.sandbox.items() if value})
+    wider = {key: True for layer in layers if layer is not None
+             for key, value in layer.sandbox.items() if value}
     return dataclasses.replace(sandbox, **wider) if wider else sandbox

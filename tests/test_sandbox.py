@@ -27,7 +27,7 @@ from agentflow import sandbox
 from agentflow.builtin_tools import builtin_tools
 from agentflow.testing.replay import chat_stream
 
-from helpers_cli import KEY, calls_reply, child_env, run_chat
+from helpers_cli import KEY, calls_reply, child_env, run_chat, trust_project_file
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 FAKE_KEY = "-----BEGIN OPENSSH PRIVATE KEY-----\nfake-key-b3BlbnNzaC1rZXktdjEAAAA\n"
@@ -343,10 +343,12 @@ def test_a_timeout_kills_what_the_command_left_behind(tmp_path):
 
 # -- 3. asking: the prompt, the policy setting, leaving the sandbox ------------------------------
 
-def pause(server, place, arguments, env=None, flags=()):
-    """``agentflow chat`` without a terminal, the model calling run_command once."""
+def pause(server, place, arguments, env=None, flags=(), runs=True):
+    """``agentflow chat`` without a terminal, the model calling run_command once (and
+    then saying it is done, when the call ``runs`` without asking)."""
     server.queue(calls_reply(("call_1", "run_command", arguments)))
-    server.queue(chat_stream("Done."))
+    if runs:
+        server.queue(chat_stream("Done."))
     return run_chat("--base-url", server.base_url, *flags, "Go", cwd=place["ws"],
                     env=env or child_env(HOME=place["home"]))
 
@@ -366,7 +368,8 @@ def test_auto_allow_runs_sandboxed_calls_unasked_and_asks_for_one_leaving(server
     assert done.returncode == 0, done.stdout + done.stderr
     assert read(place["ws"] + "/ran.txt") == "ran\n"
 
-    left = pause(server, place, {"command": "echo out > out.txt", "sandbox": False}, env)
+    left = pause(server, place, {"command": "echo out > out.txt", "sandbox": False}, env,
+                 runs=False)
     assert left.returncode == 3
     assert ("call_1  run_command  $ echo out > out.txt ⏎ not sandboxed (the call asks to "
             "leave the sandbox)") in left.stdout
@@ -376,22 +379,30 @@ def test_auto_allow_runs_sandboxed_calls_unasked_and_asks_for_one_leaving(server
 def test_no_allow_rule_lets_a_call_leave_the_sandbox(server, place):
     need_bwrap()
     env = user_policy(place, {"allow": ["run_command(echo *)", "run_command"]})
-    done = pause(server, place, {"command": "echo hi", "sandbox": False}, env)
+    done = pause(server, place, {"command": "echo hi", "sandbox": False}, env, runs=False)
     assert done.returncode == 3
     assert "not sandboxed (the call asks to leave the sandbox)" in done.stdout
     ran = pause(server, place, {"command": "echo hi"}, env)  # the same rules, sandboxed
     assert ran.returncode == 0
 
 
-def test_a_project_files_sandbox_settings_are_ignored_until_trusted(server, place):
-    """SPEC R26: auto_allow widens what runs, so a repository cannot grant it itself."""
+def test_a_project_files_sandbox_settings_apply_only_once_trusted(server, place):
+    """SPEC R26: auto_allow widens what runs, so a repository cannot grant it itself;
+    once the person trusted the file's contents, it applies."""
     need_bwrap()
-    write(place["ws"] + "/.agentflow/policy.json", json.dumps({"sandbox": {"auto_allow": True}}))
-    done = pause(server, place, {"command": "echo ran > ran.txt"})
+    policy = place["ws"] + "/.agentflow/policy.json"
+    write(policy, json.dumps({"sandbox": {"auto_allow": True}}))
+    env = child_env(HOME=place["home"])
+    done = pause(server, place, {"command": "echo ran > ran.txt"}, env, runs=False)
     assert done.returncode == 3
-    assert (f"policy: {place['ws']}/.agentflow/policy.json: its sandbox settings (auto_allow) "
-            "are ignored") in done.stdout
+    assert (f"policy: the allow rules and sandbox settings of {policy} are not applied: the "
+            "file is not trusted yet") in done.stdout
     assert not os.path.exists(place["ws"] + "/ran.txt")
+
+    trust_project_file(policy)
+    done = pause(server, place, {"command": "echo ran > ran.txt"}, env)
+    assert done.returncode == 0, done.stdout
+    assert read(place["ws"] + "/ran.txt") == "ran\n"
 
 
 def test_the_schema_offers_leaving_only_in_a_sandbox(tmp_path):
@@ -428,7 +439,7 @@ def test_without_bwrap_commands_run_as_before_and_it_says_so_once(server, place,
 
 def test_without_bwrap_the_note_and_the_listing_say_why(server, place, broken_bwrap):
     env = child_env(HOME=place["home"], PATH=broken_bwrap)
-    done = pause(server, place, {"command": "echo hi"}, env)
+    done = pause(server, place, {"command": "echo hi"}, env, runs=False)
     assert done.returncode == 3
     why = ("bwrap cannot start here (bwrap: No permissions to create new namespace; user "
            "namespaces may be off)")

@@ -97,7 +97,7 @@ class Chat:
         run_policy, layers = policy_layers(args.policy, self.tools, self.workspace, notes,
                                            confirm)
         if "run_command" in names:
-            wider = widened(sandbox, [run_policy, *layers], notes)
+            wider = widened(sandbox, [run_policy, *layers])  # a project file's: if trusted
             if wider != sandbox:  # a policy lets sandboxed commands run unasked, or out
                 tools[:len(names)] = made(wider)
                 self.tools = {t.name: t for t in tools}
