@@ -13,20 +13,20 @@ diff size) for lists of waiting calls. Each declares its subject for
 approval policies (SPEC R19): ``run_command`` its command line (a shell subject), the
 file tools their path.
 
-``run_command`` starts the command in a process group of its own, so that a timeout
-can kill everything it started; the same happens when the run is interrupted (Ctrl-C,
-``SystemExit``), and, through a watcher that reads a pipe only this process holds open,
-when this process dies, even by SIGKILL (SPEC R16): a command never outlives the run
-that started it. ``read_file`` and ``list_dir`` are idempotent (R16).
+``run_command`` kills everything a command started when it ends, when its timeout
+passes, when the run is interrupted (Ctrl-C, ``SystemExit``) and when this process
+dies, even by SIGKILL (SPEC R16, ``agentflow.commands``); it runs in a sandbox when one
+is asked for and ``bwrap`` works (``agentflow.sandbox``), and without the API key's
+variables (R26). ``read_file`` and ``list_dir`` are idempotent (R16).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import signal
-import subprocess
 
+from . import commands
+from .sandbox import Sandbox
 from .tools import ApprovalRequiredTool, FunctionTool, Tool
 from .workspace import SECRET_FILES, Workspace
 
@@ -40,45 +40,6 @@ def _cap(data: bytes, limit: int, total: int | None = None, what: str = "output 
     if total > limit:
         text += f"\n[... {total - limit} more bytes cut: the {what} is {limit} bytes]"
     return text
-
-
-# $1 is the command; stdin is the read end of a pipe whose only writer is this
-# process. A watcher in the command's process group waits for end of file there: when
-# this process dies, even by SIGKILL, the watcher kills the group. The command gets
-# /dev/null as stdin, not the pipe; when it ends, the watcher is stopped and its exit
-# status returned.
-_GUARDED = ('exec 3<&0 </dev/null; ( read -r _ <&3; kill -s KILL 0 ) & watcher=$!; '
-            'exec 3<&-; /bin/sh -c "$1"; status=$?; kill "$watcher" 2>/dev/null; '
-            'exit "$status"')
-
-
-def _start(command: str, cwd: str) -> tuple[subprocess.Popen, int | None]:
-    """Start ``command`` in the folder ``cwd``, in a process group of its own that dies
-    with this process; returns the process and the write end of its lifeline pipe
-    (``None`` off POSIX)."""
-    if os.name != "posix":
-        return subprocess.Popen(command, shell=True, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                cwd=cwd), None
-    lifeline, keep = os.pipe()  # both close-on-exec: only the read end is handed over
-    try:
-        process = subprocess.Popen(["/bin/sh", "-c", _GUARDED, "sh", command],
-                                   stdin=lifeline, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, start_new_session=True,
-                                   cwd=cwd)
-    except BaseException:
-        os.close(keep)
-        raise
-    finally:
-        os.close(lifeline)
-    return process, keep
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        process.kill()
 
 
 class _Builtin(ApprovalRequiredTool):
@@ -115,38 +76,69 @@ class RunCommand(_Builtin):
     """``run_command``: a shell command run in the workspace, always asked for. Its
     subject for policies is the command line (a shell subject, SPEC R19).
 
+    In a sandbox (issue 27) the model may pass ``sandbox: false`` to run a command
+    outside it: such a call always asks, and no allow rule lets it run (``allow_refusal``);
+    with ``Sandbox.auto_allow`` the sandboxed calls run without asking.
+
     Args:
         space: the ``Workspace`` the command runs in.
-        timeout: seconds (float) the command may run before its process group is killed.
+        timeout: seconds (float) the command may run before it is killed, with all it
+            started.
         output_cap: bytes (int) of its output sent to the model.
+        sandbox: a ``Sandbox``, or a mode (str, ``agentflow.sandbox.MODES``).
+        secret_env: names of environment variables commands do not get (iterable of
+            str; SPEC R26).
+
+    Raises:
+        ValueError: an unknown sandbox mode.
+        SandboxError: the sandbox is required and ``bwrap`` cannot start here.
     """
 
-    def __init__(self, space: Workspace, timeout: float = 30.0, output_cap: int = 16_000):
+    def __init__(self, space: Workspace, timeout: float = 30.0, output_cap: int = 16_000,
+                 sandbox: Sandbox | str = "off", secret_env=commands.SECRET_ENV):
         self.timeout, self.output_cap = timeout, output_cap
-        super().__init__(self.run_command, space, "command", "shell")
+        self.sandbox = sandbox if isinstance(sandbox, Sandbox) else Sandbox(sandbox)
+        self.sandboxed, self.secret_env = self.sandbox.active, tuple(secret_env)
+        super().__init__(self.run_command, space, "command", "shell",
+                         when=self._asks if self.sandboxed else None)
+        if not self.sandboxed:  # nothing to leave: the model is not offered the choice
+            del self.parameters["properties"]["sandbox"]
 
-    def run_command(self, command: str) -> str:
+    def run_command(self, command: str, sandbox: bool = True) -> str:
         """Run a shell command on this machine and return its exit status and output.
 
         Args:
             command: the command line, run by the system shell.
+            sandbox: false to run it outside the sandbox (it then always asks); only
+                for a command that cannot work inside (it must write outside the
+                workspace or reach the network).
         """
-        process, lifeline = _start(command, self.space.root)
-        try:
-            output, _ = process.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            output, _ = process.communicate()
+        inside = self.sandboxed and sandbox is not False
+        argv = (self.sandbox.argv(command, self.space.root, self.space.secret_files)
+                if inside else ["/bin/sh", "-c", command])
+        status, output = commands.run(argv, self.space.root, self.timeout, self.secret_env)
+        if status is None:
             return (f"timed out after {self.timeout:g} s (killed)\n"
                     + _cap(output, self.output_cap))
-        except BaseException:  # Ctrl-C, SystemExit: the command stops with the run (R16)
-            _kill_group(process)
-            process.wait()
-            raise
-        finally:
-            if lifeline is not None:
-                os.close(lifeline)
-        return f"exit status {process.returncode}\n" + _cap(output, self.output_cap)
+        return f"exit status {status}\n" + _cap(output, self.output_cap)
+
+    def _asks(self, arguments: dict) -> bool | str:
+        return (self.allow_refusal(arguments) or not self.sandbox.auto_allow
+                and "run_command always asks")
+
+    def allow_refusal(self, arguments) -> str | None:
+        """Why no allow rule may let this call run (SPEC R19, issue 27).
+
+        Args:
+            arguments: the call's arguments (dict).
+
+        Returns:
+            str | None: ``it asks to run outside the sandbox (sandbox: false)`` for such
+            a call in a sandbox; else ``None``.
+        """
+        if self.sandboxed and isinstance(arguments, dict) and arguments.get("sandbox") is False:
+            return "it asks to run outside the sandbox (sandbox: false)"
+        return None
 
     def preview(self, arguments: dict) -> str:
         """What the approval prompt shows besides the arguments (SPEC R25).
@@ -156,8 +148,9 @@ class RunCommand(_Builtin):
 
         Returns:
             str: ``$ <command>``, then a ``warning: it …`` line for each path it names
-            outside the workspace or secret; ``(no preview: …)`` when the arguments
-            lack the command.
+            outside the workspace or secret, then whether it runs sandboxed
+            (``Sandbox.describe``); ``(no preview: …)`` when the arguments lack the
+            command.
         """
         return _previewed(lambda: self._preview(arguments))
 
@@ -168,14 +161,17 @@ class RunCommand(_Builtin):
             arguments: the call's arguments (dict).
 
         Returns:
-            str: the preview's lines (the command line, its warnings) joined by `` ⏎ ``.
+            str: the preview's lines (the command line, its warnings, whether it runs
+            sandboxed) joined by `` ⏎ ``.
         """
         return " ⏎ ".join(self.preview(arguments).split("\n"))
 
     def _preview(self, arguments: dict) -> str:
         warnings = self.space.command_warnings(arguments["command"])
+        leaves = self.allow_refusal(arguments) is not None
         return "\n".join([f"$ {arguments['command']}"]
-                         + [f"warning: it {concern}" for concern in warnings])
+                         + [f"warning: it {concern}" for concern in warnings]
+                         + [self.sandbox.describe(leaves)])
 
 
 class ReadFile(_Builtin):
@@ -364,7 +360,8 @@ def _previewed(make) -> str:
 def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
                   output_cap: int = 16_000, read_cap: int = 64_000,
                   list_cap: int = 500, workspace=None,
-                  secret_files=SECRET_FILES) -> list[Tool]:
+                  secret_files=SECRET_FILES, sandbox: Sandbox | str = "off",
+                  secret_env=commands.SECRET_ENV) -> list[Tool]:
     """The built-in tools: ``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``
     sharing one ``Workspace``.
 
@@ -376,16 +373,23 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         list_cap: entries ``list_dir`` returns.
         workspace: the folder the tools work in (default: the current folder).
         secret_files: ``(pattern, kind)`` pairs of files that always ask
-            (``agentflow.workspace.SECRET_FILES``).
+            (``agentflow.workspace.SECRET_FILES``), and that a sandbox hides.
+        sandbox: how ``run_command`` runs commands: a mode (str:
+            ``"workspace-write"``, ``"read-only"``, ``"off"``) or a ``Sandbox``
+            (network, required, auto_allow; issue 27). Default ``"off"``.
+        secret_env: names of environment variables commands do not get (SPEC R26;
+            default ``OPENAI_API_KEY``).
 
     Returns:
         list[Tool]: in the order of ``names``.
 
     Raises:
-        ValueError: an unknown name.
+        ValueError: an unknown name or sandbox mode.
+        SandboxError: the sandbox is required and ``bwrap`` cannot start here.
     """
     space = Workspace(workspace, secret_files)
-    made = {"run_command": lambda: RunCommand(space, command_timeout, output_cap),
+    made = {"run_command": lambda: RunCommand(space, command_timeout, output_cap, sandbox,
+                                              secret_env),
             "read_file": lambda: ReadFile(space, read_cap),
             "list_dir": lambda: ListDir(space, list_cap),
             "write_file": lambda: WriteFile(space)}

@@ -21,7 +21,8 @@ they are stored (SPEC §6, last item). The tree::
     ├── MCPError                        an MCP server failed (server)
     │   ├── MCPTimeoutError             a tool call timed out
     │   └── MCPToolError                the tool reported a failure
-    └── UsageError (also ValueError)    the command line asks for something impossible
+    ├── UsageError (also ValueError)    the command line asks for something impossible
+    └── SandboxError                    a required sandbox cannot start (bwrap)
 """
 
 from __future__ import annotations
@@ -186,3 +187,8 @@ class MCPToolError(MCPError):
 class UsageError(AgentflowError, ValueError):
     """The ``agentflow`` command line asks for something impossible: a flag's value,
     a file it names, a combination of flags (the command exits with status 2)."""
+
+
+class SandboxError(AgentflowError):
+    """A command cannot run in the sandbox it must run in (issue 27): the sandbox is
+    required and ``bwrap`` cannot start here. Nothing was run."""

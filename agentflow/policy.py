@@ -191,8 +191,10 @@ class ApprovalPolicy:
     allow: list = field(default_factory=list)
     name: str = "policy"
     source: str | None = None
+    sandbox: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        _check_sandbox(self.sandbox, self._where())
         for effect in EFFECTS:
             rules = getattr(self, effect)
             if isinstance(rules, str) or not isinstance(rules, (list, tuple)):
@@ -251,7 +253,8 @@ class ApprovalPolicy:
         """
         keep = set(names)
         return ApprovalPolicy(*([t for t in getattr(self, effect) if Rule.parse(t).tool in keep]
-                                for effect in EFFECTS), name=self.name, source=self.source)
+                                for effect in EFFECTS), name=self.name, source=self.source,
+                              sandbox=dict(self.sandbox))
 
     def check(self, tools, keep_other_servers: bool = False) -> None:
         """Refuse rules that can never match ``tools`` (``Tool`` objects or a mapping of
@@ -280,8 +283,10 @@ class ApprovalPolicy:
     # -- JSON ----------------------------------------------------------------------------
 
     def to_dict(self) -> dict:
-        """``{"deny": [...], "ask": [...], "allow": [...]}``: the file format."""
-        return {effect: list(getattr(self, effect)) for effect in EFFECTS}
+        """``{"deny": [...], "ask": [...], "allow": [...]}``, and ``"sandbox"`` when it
+        has settings: the file format."""
+        data = {effect: list(getattr(self, effect)) for effect in EFFECTS}
+        return {**data, "sandbox": dict(self.sandbox)} if self.sandbox else data
 
     @classmethod
     def from_dict(cls, data, name: str = "policy", source: str | None = None
@@ -289,7 +294,9 @@ class ApprovalPolicy:
         """The inverse of ``to_dict``.
 
         Args:
-            data: the parsed JSON (dict with ``deny`` / ``ask`` / ``allow`` lists).
+            data: the parsed JSON (dict with ``deny`` / ``ask`` / ``allow`` lists, and
+                optionally ``sandbox``: ``{"auto_allow": bool, "network": bool}``,
+                ``agentflow.sandbox``).
             name: the layer's name (str) in audit records.
             source: where it came from (str, a path), for error messages.
 
@@ -304,11 +311,12 @@ class ApprovalPolicy:
         if not isinstance(data, dict):
             raise PolicyError(f"{where}a policy is a JSON object with deny, ask and allow "
                               f"lists, got {type(data).__name__}")
-        unknown = sorted(set(data) - set(EFFECTS) - {"version"})
+        unknown = sorted(set(data) - set(EFFECTS) - {"version", "sandbox"})
         if unknown:
             raise PolicyError(f"{where}unknown key(s) {', '.join(unknown)}; a policy has "
-                              "only deny, ask and allow")
-        return cls(*(data.get(effect, []) for effect in EFFECTS), name=name, source=source)
+                              "only deny, ask, allow and sandbox")
+        return cls(*(data.get(effect, []) for effect in EFFECTS), name=name, source=source,
+                   sandbox=data.get("sandbox", {}))
 
     @classmethod
     def load(cls, path, name: str | None = None) -> "ApprovalPolicy":
@@ -347,6 +355,24 @@ class ApprovalPolicy:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         write_atomically(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n",
                          prefix=".policy-")
+
+
+SANDBOX_SETTINGS = ("auto_allow", "network")  # a policy's sandbox settings (issue 27)
+
+
+def _check_sandbox(settings, where: str) -> None:
+    """A policy's ``sandbox`` object: ``auto_allow`` (sandboxed commands run without
+    asking) and ``network`` (sandboxed commands reach the network), both bool."""
+    if not isinstance(settings, dict):
+        raise PolicyError(f"{where}'sandbox' must be an object such as "
+                          f"{{\"auto_allow\": true}}, got {type(settings).__name__}")
+    for key, value in settings.items():
+        if key not in SANDBOX_SETTINGS:
+            raise PolicyError(f"{where}unknown sandbox setting {key!r}; the settings are "
+                              f"{', '.join(SANDBOX_SETTINGS)}")
+        if not isinstance(value, bool):
+            raise PolicyError(f"{where}sandbox setting {key!r} must be true or false, got "
+                              f"{value!r}")
 
 
 def standard_layers(project_dir=".") -> list[ApprovalPolicy]:
@@ -414,7 +440,9 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
     Returns:
         ``(verdict, note)``: ``verdict`` is ``None`` when no rule decides (the tool's
         own ``requires_approval`` does); ``note`` then says why no allow rule applied
-        (or ``""``), for the audit trail and the prompt.
+        (or ``""``), for the audit trail and the prompt. A tool's
+        ``allow_refusal(arguments)`` (``RunCommand``'s: a call leaving the sandbox) can
+        keep every allow rule from a call; deny and ask rules still apply.
     """
     layers = list(layers)
     name = policy_name(tool)
@@ -430,6 +458,10 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
         if first:
             why = f"{first[0]}; the line could not be read fully: {subject.unreadable}"
             return Verdict(effect, (why,), (first[1].name,)), ""
+    refusal = getattr(tool, "allow_refusal", None)  # e.g. a call leaving the sandbox
+    refused = refusal(arguments) if refusal is not None else None
+    if refused:
+        return None, f"no allow rule applies: {refused}"
     allows = [(rule, layer) for layer in layers for rule in layer.rules("allow")
               if rule.tool == name]
     if not allows:
@@ -471,10 +503,11 @@ def exact_rules(tool, arguments) -> list[str]:
         list[str]: one rule per command of a command line, the tool's name
         (``policy_name``) for a tool without a subject; empty when no rule can (a line
         with a substitution, arguments without their subject, an MCP tool whose name a
-        rule cannot spell).
+        rule cannot spell, a call no allow rule may let run: ``allow_refusal``).
     """
     name = policy_name(tool)
-    if _RULE.fullmatch(name) is None:
+    refusal = getattr(tool, "allow_refusal", None)
+    if _RULE.fullmatch(name) is None or (refusal is not None and refusal(arguments)):
         return []
     if getattr(tool, "subject", None) is None:
         return [name]

@@ -26,6 +26,7 @@ import tempfile
 import time
 import traceback
 
+from agentflow import sandbox
 from agentflow.testing.replay import Reply, chat_stream
 from agentflow.session import AgentSession
 
@@ -41,6 +42,10 @@ RUN_COMMAND_DESCRIPTION = ("Run a shell command on this machine and return its e
 WRITE_FILE_DESCRIPTION = "Write a text file, replacing what it held."
 ALL_TOOLS = ["run_command", "read_file", "list_dir", "write_file"]
 PROMPT = "approve? [y]es, [n]o, [a]llow from now on, [e]dit, [q]uit: "
+# What the prompt and the pause listing say of a call in agentflow chat's default
+# sandbox (issue 27); where bwrap cannot start, commands run unsandboxed, saying why.
+SANDBOXED = ("sandboxed (workspace-write, no network)" if sandbox.unavailable() is None
+             else f"not sandboxed ({sandbox.unavailable()})")
 
 
 # The children's configuration folder (XDG_CONFIG_HOME): empty at first, so no user
@@ -230,6 +235,7 @@ def run_command_block(call_id: str, command: str, why: str | None = None,
             f"    \"command\": {json.dumps(command)}\n"
             "  }\n"
             f"$ {command}\n"
+            f"{SANDBOXED}\n"
             f"{PROMPT}")
 
 

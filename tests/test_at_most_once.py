@@ -4,6 +4,7 @@ inside it, a result with text no codec can write, arguments nested 10,000 deep, 
 result that cannot be converted. Each test counts how many times the tool really ran
 (a log the tool appends to, shared with the killed process)."""
 
+import itertools
 import json
 import os
 import signal
@@ -199,7 +200,7 @@ def assert_gone(pid: int) -> None:
             with open(f"/proc/{pid}/stat") as handle:
                 if handle.read().split(") ")[1].startswith("Z"):
                     return  # killed, waiting for its parent to collect it
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone, also between open and read
             return
         time.sleep(0.01)
     pytest.fail(f"process {pid} still runs")
@@ -207,17 +208,44 @@ def assert_gone(pid: int) -> None:
 
 # -- the CLI ---------------------------------------------------------------------------
 
+_SLEEPS = itertools.count()
+
+
+def sleep_pid(duration: str) -> int:
+    """The pid, as this process sees it, of the one ``sleep DURATION`` running: in the
+    sandbox (issue 27) a command's ``$!`` is a pid of the sandbox's own."""
+    wanted = f"sleep\0{duration}\0".encode()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # $! is known before the child runs sleep
+        found = []
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as handle:
+                    if handle.read() == wanted:
+                        found.append(int(name))
+            except OSError:
+                continue
+        if found:
+            assert len(found) == 1, f"sleep {duration}: {found}"
+            return found[0]
+        time.sleep(0.01)
+    pytest.fail(f"sleep {duration} never started")
+
+
 def cli_paused_on_a_slow_command(server, tmp_path):
     """``agentflow chat --session s.json`` paused on a run_command that records its
-    start, writes the pid of a long sleep and waits for it."""
+    start, writes the pid of a long sleep and waits for it; returns the session, the
+    start file and the sleep's duration, unique to the test (``sleep_pid``)."""
     started = tmp_path / "started"
-    command = (f"echo once >> {started}; sleep 30 & echo $! > {tmp_path / 'pid'}; wait")
+    duration = f"30.{os.getpid()}{next(_SLEEPS)}"
+    command = (f"echo once >> {started}; sleep {duration} & echo $! > {tmp_path / 'pid'}; "
+               "wait")
     server.queue(calls_reply(("call_1", "run_command", {"command": command})))
     session = tmp_path / "s.json"
     paused = run_chat("--base-url", server.base_url, "--session", str(session), "Run it",
                       cwd=tmp_path)
     assert paused.returncode == 3, paused.stderr
-    return session, started
+    return session, started, duration
 
 
 def wait_for_file(path) -> None:
@@ -237,16 +265,17 @@ def server():
 def test_r16_cli_killed_while_the_command_runs(server, tmp_path):
     """SIGKILL of ``agentflow chat --respond call_1=yes`` while the approved command
     runs: the command dies with it, and the same answer again runs nothing."""
-    session, started = cli_paused_on_a_slow_command(server, tmp_path)
+    session, started, duration = cli_paused_on_a_slow_command(server, tmp_path)
     cli = subprocess.Popen([sys.executable, "-m", "agentflow", "chat", "--base-url",
                             server.base_url, "--session", str(session), "--respond",
                             "call_1=yes"], cwd=tmp_path, env=child_env(),
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE)
     wait_for_file(tmp_path / "pid")
+    pid = sleep_pid(duration)
     cli.kill()
     cli.communicate(timeout=60)
-    assert_gone(int((tmp_path / "pid").read_text()))
+    assert_gone(pid)
 
     again = run_chat("--base-url", server.base_url, "--session", str(session), "--respond",
                      "call_1=yes", cwd=tmp_path)
@@ -258,14 +287,15 @@ def test_r16_cli_killed_while_the_command_runs(server, tmp_path):
 def test_r16_cli_ctrl_c_in_the_command(server, tmp_path):
     """Ctrl-C on the terminal while the approved command runs: the command's group is
     killed, the result says so, and the same answer again is refused."""
-    session, started = cli_paused_on_a_slow_command(server, tmp_path)
+    session, started, duration = cli_paused_on_a_slow_command(server, tmp_path)
     chat = PtyProcess(["chat", "--base-url", server.base_url, "--session", str(session),
                        "--respond", "call_1=yes"], cwd=tmp_path, env=child_env())
     wait_for_file(tmp_path / "pid")
+    pid = sleep_pid(duration)
     chat.send_raw(b"\x03")
     assert chat.wait() == 130
     assert "Traceback" not in chat.text
-    assert_gone(int((tmp_path / "pid").read_text()))
+    assert_gone(pid)
     data = json.loads(session.read_text())
     assert data["messages"][-1] == {
         "role": "tool", "tool_call_id": "call_1",

@@ -119,7 +119,7 @@ def test_run_command_timeout_kills_the_processes_the_command_started(tmp_path):
 
 def test_run_command_preview_is_the_command_line():
     run = one("run_command")
-    assert run.preview({"command": "ls -la | head -3"}) == "$ ls -la | head -3"
+    assert run.preview({"command": "ls -la | head -3"}) == "$ ls -la | head -3\nnot sandboxed"
     assert run.preview({}) == "(no preview: 'command')"
 
 
@@ -247,9 +247,10 @@ def test_write_file_preview_summary_counts_the_diff(tmp_path):
 
 def test_run_command_preview_summary_is_one_line(tmp_path):
     run = one("run_command", workspace=tmp_path)
-    assert run.preview_summary({"command": "ls"}) == "$ ls"
+    assert run.preview_summary({"command": "ls"}) == "$ ls ⏎ not sandboxed"
     assert run.preview_summary({"command": "cat ../x"}) == \
-        "$ cat ../x ⏎ warning: it " + run.space.command_warnings("cat ../x")[0]
+        "$ cat ../x ⏎ warning: it " + run.space.command_warnings("cat ../x")[0] + \
+        " ⏎ not sandboxed"
     assert run.preview_summary({}) == "(no preview: 'command')"
 
 

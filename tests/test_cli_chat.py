@@ -23,9 +23,10 @@ import pytest
 
 from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
-from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, TIMEOUT,
-                         USER, WRITE_FILE_DESCRIPTION, assistant, audit_summary, calls_reply,
-                         child_env, ctrl_c_when_waiting, digest, json_lines, pause_text,
+from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, SANDBOXED,
+                         TIMEOUT, USER, WRITE_FILE_DESCRIPTION, assistant, audit_summary,
+                         calls_reply, child_env, ctrl_c_when_waiting, digest, json_lines,
+                         pause_text,
                          pty_chat, run_agentflow, run_chat, run_command_block, saved,
                          slow_reply, tool_message, tool_names, user)
 
@@ -203,7 +204,7 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
     first.send("q")
     assert first.wait() == 3
     assert first.rest() == "q\n" + pause_text(session, ("call_1", "run_command",
-                                                         "$ echo resumed"))
+                                                         f"$ echo resumed ⏎ {SANDBOXED}"))
     assert len(server.requests) == 1
     data = saved(session)
     assert data["messages"] == [user("Run something"), assistant("I will run it.", call)]
@@ -347,7 +348,7 @@ def test_without_a_terminal_it_pauses_and_respond_yes_resumes(server, tmp_path):
     paused = run_chat("--base-url", server.base_url, "--session", str(session), "Run it",
                       cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
-    assert paused.stdout == pause_text(session, ("call_1", "run_command", "$ echo later"))
+    assert paused.stdout == pause_text(session, ("call_1", "run_command", f"$ echo later ⏎ {SANDBOXED}"))
     data = saved(session)
     assert data["messages"] == [user("Run it"), assistant(None, call)]
     assert [r["call_id"] for r in data["approvals"]["pending"]] == ["call_1"]
@@ -391,7 +392,7 @@ def test_pause_without_session_says_it_cannot_be_resumed(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
     paused = run_chat("--base-url", server.base_url, "Run it", cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
-    assert paused.stdout == pause_text(None, ("call_1", "run_command", "$ echo hi"))
+    assert paused.stdout == pause_text(None, ("call_1", "run_command", f"$ echo hi ⏎ {SANDBOXED}"))
     assert len(server.requests) == 1
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from agentflow.testing.replay import ReplayServer, chat_stream
 
-from helpers_cli import (AGENTFLOW, REPO, TIMEOUT, calls_reply, child_env,
+from helpers_cli import (AGENTFLOW, REPO, SANDBOXED, TIMEOUT, calls_reply, child_env,
                          ctrl_c_when_waiting, json_lines, pause_text, pty_chat,
                          run_agentflow, run_chat, saved, slow_reply, tool_message, user)
 
@@ -57,7 +57,7 @@ def usage_error(done) -> str:
 PAUSED_CALLS = (("call_1", "run_command", {"command": "rm -rf build"}),
                 ("call_2", "write_file", {"path": "notes.txt", "content": "one\n2\nthree\n"}),
                 ("call_3", "write_file", {"path": "new.txt", "content": "x\n"}))
-PAUSED_SUMMARIES = (("call_1", "run_command", "$ rm -rf build"),
+PAUSED_SUMMARIES = (("call_1", "run_command", f"$ rm -rf build ⏎ {SANDBOXED}"),
                     ("call_2", "write_file", "notes.txt: +2 -1 lines"),
                     ("call_3", "write_file", "new.txt (new file): +1 -0 lines"))
 
@@ -183,7 +183,7 @@ def test_respond_to_an_unknown_call_lists_the_waiting_ones(paused, server):
     done = run_chat("--session", "s.json", "--respond", "call_9=yes", cwd=paused)
     assert usage_error(done) == (
         "--respond 'call_9=yes': no call 'call_9' waits for approval in s.json. "
-        "Waiting: call_1 (run_command $ rm -rf build); call_2 (write_file notes.txt: +2 -1 "
+        f"Waiting: call_1 (run_command $ rm -rf build ⏎ {SANDBOXED}); call_2 (write_file notes.txt: +2 -1 "
         "lines); call_3 (write_file new.txt (new file): +1 -0 lines)")
     assert server.requests == []
     assert (paused / "s.json").read_text(encoding="utf-8") == before
@@ -280,7 +280,7 @@ def test_ctrl_c_at_the_approval_prompt_keeps_the_call_pending_and_says_how_to_re
     assert chat.wait() == 130
     assert chat.rest().endswith(
         "\n(stopped by Ctrl-C at the approval prompt: nothing ran)\n"
-        + pause_text("s.json", ("call_1", "run_command", "$ touch ran.txt")))
+        + pause_text("s.json", ("call_1", "run_command", f"$ touch ran.txt ⏎ {SANDBOXED}")))
     assert not (tmp_path / "ran.txt").exists()
     assert [r["call_id"] for r in saved(tmp_path / "s.json")["approvals"]["pending"]] == [
         "call_1"]
@@ -295,7 +295,7 @@ def test_ctrl_d_at_the_approval_prompt_pauses_like_q(server, tmp_path):
     chat.send_raw(b"\x04")
     assert chat.wait() == 3
     assert chat.rest() == "\n" + pause_text("s.json", ("call_1", "run_command",
-                                                       "$ touch ran.txt"))
+                                                       f"$ touch ran.txt ⏎ {SANDBOXED}"))
     assert not (tmp_path / "ran.txt").exists()
 
 

@@ -17,9 +17,9 @@ from agentflow.cli.main import main as agentflow_main
 from agentflow.canonical import arguments_digest
 from agentflow.testing.replay import chat_stream
 
-from helpers_cli import (CONFIG_HOME, PROMPT, USER, calls_reply, child_env, ctrl_c_when_waiting,
-                         json_lines, pty_chat, run_chat, run_command_block, saved,
-                         trust_project_file)
+from helpers_cli import (CONFIG_HOME, PROMPT, SANDBOXED, USER, calls_reply, child_env,
+                         ctrl_c_when_waiting, json_lines, pty_chat, run_chat, run_command_block,
+                         saved, trust_project_file)
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 README_POLICY = {  # the file the README shows
@@ -199,6 +199,7 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
         '+  "command": "echo kept build"\n'
         " }\n"
         "$ echo kept build\n"
+        f"{SANDBOXED}\n"
         "  run the edited call? [y]es, [n]o (back): ")
     chat.send("y")
     chat.expect(PROMPT)

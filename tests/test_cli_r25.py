@@ -20,8 +20,8 @@ import pytest
 
 from agentflow.testing.replay import ReplayServer, chat_stream
 
-from helpers_cli import (calls_reply, child_env, json_lines, pty_chat, run_agentflow,
-                         run_chat, saved)
+from helpers_cli import (SANDBOXED, calls_reply, child_env, json_lines, pty_chat,
+                         run_agentflow, run_chat, saved)
 
 FAKE_LS = "touch PWNED #\r\x1b[2A\x1b[2K    \"command\": \"ls -la\"\x1b[2B\r\x1b[2K$ ls -la"
 FAKE_LS_SHOWN = ("touch PWNED #\\x0d\\x1b[2A\\x1b[2K    \"command\": \"ls -la\"\\x1b[2B"
@@ -46,7 +46,7 @@ def test_r25_a_paused_command_is_listed_escaped(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": FAKE_LS})))
     done = run_chat("--base-url", server.base_url, "--session", "s.json", "List", cwd=tmp_path)
     assert done.returncode == 3 and clean(done.stdout), done.stdout
-    assert f"  call_1  run_command  $ {FAKE_LS_SHOWN}\n" in done.stdout
+    assert f"  call_1  run_command  $ {FAKE_LS_SHOWN} ⏎ {SANDBOXED}\n" in done.stdout
     assert not (tmp_path / "PWNED").exists()
 
 
@@ -101,8 +101,8 @@ def test_r25_an_id_that_cannot_be_shown_is_answered_by_position(server, tmp_path
     server.queue(chat_stream("Both ran."))
     done = run_chat("--base-url", server.base_url, "--session", "s.json", "Go", cwd=tmp_path)
     assert done.returncode == 3 and clean(done.stdout)
-    assert "  1) call\\x1b[2K_1  run_command  $ echo one\n" in done.stdout
-    assert "  2) 2              run_command  $ echo two\n" in done.stdout
+    assert f"  1) call\\x1b[2K_1  run_command  $ echo one ⏎ {SANDBOXED}\n" in done.stdout
+    assert f"  2) 2              run_command  $ echo two ⏎ {SANDBOXED}\n" in done.stdout
     printed = done.stdout.split("Resume with: ", 1)[1].splitlines()[0]
     argv = pasted(printed, tmp_path)
     assert argv[-4:] == ["--respond", "1=yes", "--respond", "2=yes"]

@@ -112,14 +112,15 @@ def test_run_command_still_asks_and_its_preview_warns(ws):
     root, outside, tools = ws
     run = tools["run_command"]
     assert run.needs_approval({"command": "ls"}) is True
-    assert run.preview({"command": "ls src"}) == "$ ls src"
+    assert run.preview({"command": "ls src"}) == "$ ls src\nnot sandboxed"
     home = os.path.expanduser("~")
     assert run.preview({"command": "cat ../outside/notes.txt ~/.ssh/id_rsa > .env"}) == (
         "$ cat ../outside/notes.txt ~/.ssh/id_rsa > .env\n"
         f"warning: it names ../outside/notes.txt (really {outside}/notes.txt): outside the "
         f"workspace {root}\n"
         f"warning: it names {home}/.ssh/id_rsa: a secret file (SSH keys and settings)\n"
-        f"warning: it names .env (really {root}/.env): a secret file (.env files)")
+        f"warning: it names .env (really {root}/.env): a secret file (.env files)\n"
+        "not sandboxed")
 
 
 # -- through the loop: the same gate, the same audit, policies on top --------------------------

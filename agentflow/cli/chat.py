@@ -29,6 +29,7 @@ import time
 
 from ..display import safe_text
 from ..errors import AgentflowError
+from ..sandbox import Sandbox, widened
 from ..session import AgentSession
 from ..types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
                     TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolResult,
@@ -78,17 +79,30 @@ class Chat:
         confirm = self.confirm if interactive else None
         settings = chat_settings(args, session, confirm)
         self.workspace = settings["workspace"]
-        try:
-            tools = builtin_tools(tool_names(settings), command_timeout=args.command_timeout,
-                                  output_cap=args.output_cap, workspace=self.workspace)
-        except ValueError as exc:
-            raise UsageError(f"--tools: {exc}") from None
-        tools += [t for server in mcp_servers for t in server.tools]
+        names = tool_names(settings)
+        sandbox = Sandbox(args.sandbox, args.sandbox_network, args.sandbox_required)
+
+        def made(sandbox):  # commands never get the key's variables (SPEC R26)
+            try:
+                return builtin_tools(names, command_timeout=args.command_timeout,
+                                     output_cap=args.output_cap, workspace=self.workspace,
+                                     sandbox=sandbox, secret_env=("OPENAI_API_KEY",
+                                                                  settings["api_key_env"]))
+            except ValueError as exc:
+                raise UsageError(f"--tools: {exc}") from None
+        tools = made(sandbox) + [t for server in mcp_servers for t in server.tools]
         self.tools = {t.name: t for t in tools}
         client = make_client(args, settings)
         notes: list[str] = []
         run_policy, layers = policy_layers(args.policy, self.tools, self.workspace, notes,
                                            confirm)
+        if "run_command" in names:
+            wider = widened(sandbox, [run_policy, *layers])  # a project file's: if trusted
+            if wider != sandbox:  # a policy lets sandboxed commands run unasked, or out
+                tools[:len(names)] = made(wider)
+                self.tools = {t.name: t for t in tools}
+            if sandbox.note:
+                print(f"agentflow: note: {sandbox.note}", file=sys.stderr)
         for note in notes:
             self.say(note)
         sign_settings(session, settings)

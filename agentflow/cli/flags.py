@@ -10,6 +10,7 @@ from ..builtin_tools import BUILTIN_NAMES
 from ..errors import UsageError
 from ..policy import PROJECT_FILE
 from ..profiles import PROFILES
+from ..sandbox import MODES as SANDBOX_MODES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -71,6 +72,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--workspace", metavar="DIR",
                         help="the folder the built-in tools work in (default: the current "
                              "one); reads and listings outside it, and of secret files, ask")
+    parser.add_argument("--sandbox", choices=SANDBOX_MODES, default=SANDBOX_MODES[0],
+                        help="how run_command runs commands, under bubblewrap (bwrap): "
+                             "workspace-write (default: writes only in the workspace, its "
+                             ".git and .agentflow read-only, secrets hidden, no network), "
+                             "read-only, or off; where bwrap cannot start, commands run "
+                             "unsandboxed and a note says so")
+    parser.add_argument("--sandbox-network", action="store_true",
+                        help="let sandboxed commands reach the network")
+    parser.add_argument("--sandbox-required", action="store_true",
+                        help="refuse to run commands where bwrap cannot start, instead of "
+                             "running them unsandboxed")
     parser.add_argument("--policy", metavar="FILE",
                         help="an approval policy (JSON: deny / ask / allow rules) checked "
                              f"first, before the session's grants, {PROJECT_FILE} and "

@@ -70,8 +70,10 @@ def allow_from_now_on(chat, request, approver) -> ToolApprovalResponse | None:
     arguments = request.arguments if isinstance(request.arguments, dict) else None
     rules = exact_rules(tool, arguments) if tool is not None else []
     if not rules:
-        say("  no rule can allow exactly this call (what it runs cannot be read "
-            "from its text); answer y to run it once")
+        refused = getattr(tool, "allow_refusal", lambda _: None)(arguments)
+        say(f"  no rule can allow exactly this call "
+            f"({refused or 'what it runs cannot be read from its text'}); answer y to run "
+            "it once")
         return None
     say("  allow from now on: " + ", ".join(rules))
     why = chat.why(request) or ""

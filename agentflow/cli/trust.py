@@ -109,8 +109,8 @@ def trust(path: str) -> None:
 
 
 def without_allows(layer: ApprovalPolicy) -> ApprovalPolicy:
-    """``layer`` with its ``allow`` rules left out: what an untrusted project file may
-    still do (narrow).
+    """``layer`` with its ``allow`` rules and ``sandbox`` settings left out: what an
+    untrusted project file may still do (narrow).
 
     Args:
         layer: the project file's ``ApprovalPolicy``.
@@ -132,23 +132,27 @@ def trusted_project(layer: ApprovalPolicy, confirm=None, notes=None) -> Approval
         notes: a list that gets a line when ``allow`` rules are left out.
 
     Returns:
-        ApprovalPolicy: ``layer`` when it has no ``allow`` rules or its contents are
+        ApprovalPolicy: ``layer`` when it has no ``allow`` rules and no ``sandbox``
+        setting that widens (``auto_allow``, ``network``; issue 27), or its contents are
         trusted (now, or by the person's answer); else ``without_allows(layer)``.
     """
-    if not layer.allow or layer.source is None or is_trusted(layer.source):
+    widening = {k: v for k, v in layer.sandbox.items() if v}  # issue 27: it widens too
+    if not (layer.allow or widening) or layer.source is None or is_trusted(layer.source):
         return layer
     found = digest_of(layer.source)
     if confirm is not None and found is not None:
         shown = safe_text(found[1].decode("utf-8", "replace"), multiline=True)
         question = (f"The project policy file {layer.source} lets these run without "
                     f"asking:\n  allow: {', '.join(safe_text(r) for r in layer.allow)}\n"
+                    + (f"  sandbox: {', '.join(sorted(widening))}\n" if widening else "") +
                     f"Its contents:\n{shown}\nTrust this file's allow rules (remembered "
                     f"until it changes)? [y/N] ")
         if confirm(question):
             trust(layer.source)
             return layer
     if notes is not None:
-        notes.append(f"policy: the allow rules of {layer.source} are not applied: the file "
+        what = "the allow rules" + (" and sandbox settings" if widening else "")
+        notes.append(f"policy: {what} of {layer.source} are not applied: the file "
                      "is not trusted yet (a repository could grant itself anything). Run "
                      "agentflow chat on a terminal in this folder to review and trust it; "
                      "its deny and ask rules apply")

@@ -1,0 +1,284 @@
+"""``run_command`` under bubblewrap (issue 27, SPEC R26): what a rule lets run cannot
+leave the workspace.
+
+Rules about command lines are a tripwire; the sandbox is the wall behind them. It is
+`bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, packaged by
+Debian, Ubuntu, Fedora and Arch), not sandbox code of our own: this module only
+chooses its flags. The modes:
+
+* ``workspace-write``: the workspace read-write, except every ``.git`` and
+  ``.agentflow`` in it (read-only: a hook or a config written there would run outside
+  the sandbox later; an empty ``.agentflow`` is made where there is none, so that no
+  command can write the policy file the next run reads); the rest of the file system read-only; the home folder's secret
+  files and folders (``agentflow.workspace.SECRET_FILES``, the top two levels of the
+  home folder, agentflow's own configuration folder) and those inside the workspace
+  hidden, as are files hard-linked to them; ``/run`` (where the sockets of docker, the
+  session bus and the key agents live) empty; a private ``/tmp``; no network.
+* ``read-only``: the same, with the workspace read-only too.
+* ``off``: no sandbox.
+
+Every sandbox has its own process ids (``--unshare-pid``) and dies with its parent
+(``--die-with-parent``), so what the sandboxed shell starts dies with it.
+``Sandbox.network`` lets the network in. Whether ``bwrap`` can start here (installed,
+and user namespaces allowed) is found out once per process (``unavailable``); where it
+cannot, an unrequired sandbox falls back to running commands as before and says why,
+and a ``required`` one refuses (``SandboxError``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+
+from .errors import SandboxError
+
+MODES = ("workspace-write", "read-only", "off")
+GUARDED = (".git", ".agentflow")  # read-only even in a writable workspace
+_PROBE = "agentflow-probe"  # a name inside a folder: is the folder itself secret?
+_HOME_DEPTH = 2  # ~/.ssh, ~/.config/gcloud, ~/.kube/config: every SECRET_FILES pattern
+_unavailable: list = []  # [reason or None], once found out
+
+
+def unavailable() -> str | None:
+    """Why ``bwrap`` cannot run a sandbox here, found out once per process.
+
+    Returns:
+        str | None: ``None`` when it works; else a sentence: not installed, or
+        installed but unable to start (typically: user namespaces are off), with
+        bwrap's own words.
+    """
+    if not _unavailable:
+        _unavailable.append(_probe())
+    return _unavailable[0]
+
+
+def _probe() -> str | None:
+    if os.name != "posix" or not shutil.which("bwrap"):
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        done = subprocess.run(["bwrap", *_namespaces(False), "--ro-bind", "/", "/",
+                               "--dev", "/dev", "--proc", "/proc", "--", "/bin/sh", "-c", ":"],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap cannot start here ({exc})"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return (f"bwrap cannot start here ({said[-1] if said else f'exit status {done.returncode}'}"
+                "; user namespaces may be off)")
+    return None
+
+
+def _namespaces(network: bool) -> list[str]:
+    return ["--unshare-all", *(["--share-net"] if network else []),
+            "--die-with-parent", "--new-session"]
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How ``run_command`` runs its commands (issue 27).
+
+    Args:
+        mode: ``"workspace-write"``, ``"read-only"`` or ``"off"`` (``MODES``).
+        network: let the network in (bool; default no network).
+        required: refuse to run commands unsandboxed where ``bwrap`` cannot start
+            (bool); else they run as without a sandbox, and ``note`` says why.
+        auto_allow: sandboxed calls run without asking (bool); a call that asks to
+            leave the sandbox (``sandbox: false``), or that runs unsandboxed because
+            ``bwrap`` cannot start, still asks. Policy rules decide first (SPEC R19).
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+
+    mode: str = "workspace-write"
+    network: bool = False
+    required: bool = False
+    auto_allow: bool = False
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown sandbox mode {self.mode!r}; the modes are "
+                             f"{', '.join(MODES)}")
+
+    @property
+    def active(self) -> bool:
+        """Whether commands really run sandboxed: a mode other than ``off``, and
+        ``bwrap`` works here.
+
+        Raises:
+            SandboxError: ``required``, and ``bwrap`` cannot start here.
+        """
+        if self.mode == "off":
+            return False
+        reason = unavailable()
+        if reason and self.required:
+            raise SandboxError(f"the sandbox is required, but {reason}: install bubblewrap "
+                               "(apt-get install bubblewrap) and allow user namespaces, or "
+                               "run without requiring the sandbox")
+        return reason is None
+
+    @property
+    def note(self) -> str | None:
+        """Why commands run unsandboxed although a sandbox was asked for (str), for
+        the person to read once; ``None`` when they run as asked."""
+        if self.mode == "off" or self.active:
+            return None
+        return f"sandbox: {unavailable()}, so commands run unsandboxed, as without --sandbox"
+
+    def describe(self, leaves: bool = False) -> str:
+        """How a call runs, for the approval prompt and the pause listing.
+
+        Args:
+            leaves: the call asks to run outside the sandbox (``sandbox: false``).
+
+        Returns:
+            str: ``sandboxed (<mode>, no network)`` (or ``network``); ``not
+            sandboxed`` with mode ``off``; ``not sandboxed (<why bwrap cannot start>)``;
+            ``not sandboxed (the call asks to leave the sandbox)``.
+        """
+        if leaves and self.active:
+            return "not sandboxed (the call asks to leave the sandbox)"
+        if not self.active:
+            return "not sandboxed" + (f" ({unavailable()})" if self.mode != "off" else "")
+        return f"sandboxed ({self.mode}, {'network' if self.network else 'no network'})"
+
+    def argv(self, command: str, workspace: str, secret_files, home: str | None = None
+             ) -> list[str]:
+        """The ``bwrap`` command line that runs ``command`` with ``/bin/sh -c`` in the
+        sandbox, the workspace its current folder.
+
+        Args:
+            command: the command line (str).
+            workspace: the workspace folder (str, resolved).
+            secret_files: ``(pattern, kind)`` pairs (``SECRET_FILES``) to hide.
+            home: the home folder (str; default ``~``).
+
+        Returns:
+            list[str]: the argument vector, ``bwrap`` first.
+        """
+        from .policy import user_policy_path
+        from .workspace import Workspace
+        space = Workspace(workspace, secret_files)
+        home = os.path.realpath(home or os.path.expanduser("~"))
+        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+        args = ["bwrap", *_namespaces(self.network), "--ro-bind", "/", "/",
+                "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        for run in ("/run", "/var/run"):  # sockets: a read-only mount still connects
+            if os.path.isdir(run) and not os.path.islink(run):
+                args += ["--tmpfs", run]
+        if self.network:  # /etc/resolv.conf may point there
+            args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
+        args += [bind, space.root, space.root]
+        secrets = _Hidden(space)
+        secrets.search(home, _HOME_DEPTH)
+        secrets.hide(os.path.dirname(user_policy_path()))  # the user's trust and keys
+        if self.mode == "workspace-write":
+            try:  # else a command could write the policy file the next run reads
+                os.mkdir(os.path.join(space.root, ".agentflow"))
+            except OSError:
+                pass  # there already, or the workspace cannot be written at all
+        guarded = secrets.search(space.root, None)
+        if self.mode == "workspace-write":
+            for path in guarded:
+                args += ["--ro-bind", path, path]
+        args += secrets.args()
+        return args + ["--chdir", space.root, "--", "/bin/sh", "-c", command]
+
+
+class _Hidden:
+    """The secret files and folders to hide, found by walking folders."""
+
+    def __init__(self, space):
+        from .policy import _compiled
+        # one regex for all the patterns: a workspace may hold 100 000 files
+        self.pattern = re.compile("|".join(
+            f"(?:{_compiled(p, 'path', space.root, True).pattern})"
+            for p, _ in space.secret_files) or "(?!)", re.DOTALL | re.IGNORECASE)
+        self.paths: dict[str, bool] = {}  # path → is a folder
+        self.inodes: set = set()  # (device, inode) of hidden files: their hard links too
+        self.linked: list = []  # (path, device, inode) of other files with hard links
+
+    def hide(self, path: str) -> None:
+        real = os.path.realpath(path)
+        try:
+            info = os.stat(real)
+        except OSError:
+            return
+        folder = os.path.isdir(real)
+        self.paths[real] = folder
+        if not folder:
+            self.inodes.add((info.st_dev, info.st_ino))
+            return
+        for top, _, files in os.walk(real):
+            for name in files:
+                try:
+                    found = os.stat(os.path.join(top, name), follow_symlinks=False)
+                except OSError:
+                    continue
+                self.inodes.add((found.st_dev, found.st_ino))
+
+    def secret(self, path: str, folder: bool, link: bool) -> bool:
+        match = self.pattern.fullmatch
+        return bool(match(path) or (link and match(os.path.realpath(path)))
+                    or (folder and match(os.path.join(path, _PROBE))))
+
+    def search(self, root: str, depth: int | None) -> list[str]:
+        """Hide what is secret under ``root`` (``depth`` levels, ``None``: all);
+        returns the ``GUARDED`` folders and files found, outermost first."""
+        guarded, todo = [], [(root, 0)]
+        while todo:
+            folder, level = todo.pop()
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if entry.name in GUARDED and depth is None:
+                    guarded.append(entry.path)
+                    continue  # read-only; not searched
+                if self.secret(entry.path, is_dir, entry.is_symlink()) or stat.S_ISSOCK(info.st_mode):
+                    self.hide(entry.path)
+                elif is_dir and (depth is None or level + 1 < depth):
+                    todo.append((entry.path, level + 1))
+                elif not is_dir and info.st_nlink > 1:
+                    self.linked.append((entry.path, info.st_dev, info.st_ino))
+        return sorted(guarded, key=len)
+
+    def args(self) -> list[str]:
+        for path, device, inode in self.linked:  # a hard link to a secret is the secret
+            if (device, inode) in self.inodes:
+                self.paths[path] = False
+        args = []
+        for path, folder in sorted(self.paths.items(), key=lambda item: len(item[0])):
+            args += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
+        return args
+
+
+def widened(sandbox: Sandbox, layers) -> Sandbox:
+    """``sandbox`` with the ``sandbox`` settings of policy layers (``auto_allow``,
+    ``network``), which widen what runs (SPEC R26).
+
+    Args:
+        sandbox: the ``Sandbox`` the flags asked for.
+        layers: ``ApprovalPolicy`` layers as they apply (``None`` items skipped): the
+            ``--policy`` file and the user's own are the person's; a project file's
+            must have been through ``agentflow.cli.trust.trusted_project``, which keeps
+            its settings only once its contents were trusted.
+
+    Returns:
+        Sandbox: a copy with ``auto_allow`` and ``network`` set where a layer sets them
+        true (a false setting never undoes a flag).
+    """
+    import dataclasses
+    wider = {key: True for layer in layers if layer is not None
+             for key, value in layer.sandbox.items() if value}
+    return dataclasses.replace(sandbox, **wider) if wider else sandbox
