@@ -208,7 +208,7 @@ def main() -> int:
     lines += ["", "## 10. Stores at scale", "",
               f"SPEC R22 addendum (bench/scale.py): ms and bytes per save of a step (one tool "
               f"round) on a session of 10 to 5,000 messages, {scale.STEPS} steps each, medians "
-              "[min – max]; then `pending(limit=100)` with 10 and with 50,000 sessions "
+              "[min – max]; then `pending(limit=100)` with 10, 100 and 50,000 sessions "
               "waiting. Goals: SQLite and PostgreSQL flat within 2× from 10 to 5,000; the "
               "first page under 50 ms and under 1.5× the cost with 10.", ""]
     lines += scale.table(scale.main())
