@@ -290,6 +290,9 @@ def _without_audit(ledger) -> dict:
 
 
 def _first_not_same(current: list, old: list) -> int:
+    shared = min(len(current), len(old))
+    if current[:shared] == old[:shared]:  # in C, by identity first: the common case
+        return shared
     for position, (a, b) in enumerate(zip(current, old)):
         if a is not b:
             return position
