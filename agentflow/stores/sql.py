@@ -70,6 +70,7 @@ from ..redact import mask_url
 from . import rows
 from .base import (PendingEntry, SessionStore, broken_entry, conflict, page,
                    pending_entries)
+from .files import os_lease
 
 _TABLE = "agentflow_sessions"
 _ITEMS = "agentflow_session_items"
@@ -346,7 +347,6 @@ class SQLiteStore(_SQLStore):
                           saved=saved)
 
     def _acquire(self, session_id: str):
-        from .files import os_lease
         folder = self.path + "-locks"
         os.makedirs(folder, exist_ok=True)
         name = hashlib.sha256(session_id.encode("utf-8")).hexdigest()
