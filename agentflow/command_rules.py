@@ -43,7 +43,9 @@ class Entry:
             program's own options; with no options, using the sub-command is enough.
         before_sub: the options stand before the sub-command (git's global options).
         check: the name of an operand check (``sed-script``, ``awk-program``,
-            ``env-command``, ``make-variables``, ``python``, ``less-commands``) or ``None``.
+            ``env-command``, ``make-variables``, ``python``, ``less-commands``,
+            ``inline-code``, ``sets-variables``, ``unzip-writes``, ``uniq-output``,
+            ``jq-program``, ``ps-environment``, ``no-operand``) or ``None``.
         always: every use of the program counts (bool).
     """
 
@@ -86,7 +88,10 @@ TABLE = (
     Entry(("git",), RUNS, "git-fetch(1), git-pull(1), git-push(1), git-ls-remote(1), "
           "git-archive(1): --upload-pack, --receive-pack, --exec",
           options=("--upload-pack", "--receive-pack", "--exec"),
-          sub=("fetch", "pull", "push", "ls-remote", "archive", "remote", "submodule")),
+          sub=("fetch", "pull", "push", "ls-remote", "archive", "remote", "fetch-pack",
+               "send-pack")),
+    Entry(("git",), WRITES, "git-archive(1) -o/--output; git-bundle(1) create writes the "
+          "bundle", options=("-o", "--output"), sub=("archive",)),
     Entry(("git",), WRITES, "git-log(1), git-diff(1) --output; git-format-patch(1) "
           "-o/--output-directory",
           options=("--output", "-o", "--output-directory"), sub=_GIT_DIFF),
@@ -97,7 +102,7 @@ TABLE = (
     Entry(("git",), RUNS, "git-bisect(1) run, git-submodule(1) foreach, git-filter-branch(1), "
           "git-mergetool(1), git-difftool(1), git-send-email(1)",
           sub=("bisect", "filter-branch", "mergetool", "difftool", "send-email",
-               "instaweb", "daemon")),
+               "instaweb", "daemon", "submodule", "hook", "bundle", "web--browse")),
     Entry(("git",), SECRETS, "git-credential(1): prints stored passwords",
           sub=("credential", "credential-store", "credential-cache")),
     Entry(("git",), READS, "git-blame(1) --contents", options=("--contents",),
@@ -118,8 +123,10 @@ TABLE = (
     Entry(("awk", "gawk", "mawk", "nawk", "busybox-awk"), RUNS, "awk(1p), gawk(1): system(), "
           "print | cmd, cmd | getline, print > file, getline < file, ENVIRON", check="awk-program"),
     Entry(("awk", "gawk", "mawk", "nawk"), RUNS, "gawk(1) -f/--file, -i/--include, "
-          "-l/--load (a shared library), -E/--exec",
-          options=("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec")),
+          "-l/--load (a shared library), -E/--exec; -W (gawk: any long option, "
+          "-W source=…; mawk(1): -W exec file)",
+          options=("-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec",
+                   "-W")),
     Entry(("awk", "gawk", "mawk", "nawk"), WRITES, "gawk(1) -o/--pretty-print, -p/--profile, "
           "-d/--dump-variables", options=("-o", "--pretty-print", "-p", "--profile", "-d",
                                            "--dump-variables")),
@@ -141,9 +148,25 @@ TABLE = (
            "ionice", "chrt", "taskset", "watch", "flock", "chroot", "unshare", "nsenter",
            "strace", "ltrace", "time", "busybox", "command", "builtin", "exec", "eval",
            "source", ".", "trap", "script", "ssh", "parallel", "sh", "bash", "dash", "ash",
-           "ksh", "mksh", "zsh", "fish", "csh", "tcsh"), RUNS,
-          "each program's manual page (xargs(1), sudo(8), timeout(1), watch(1), sh(1) …): "
-          "it runs the command its operands name", always=True),
+           "ksh", "mksh", "zsh", "fish", "csh", "tcsh", "pkexec", "runuser", "sg",
+           "systemd-run", "firejail", "bwrap", "proot", "fakeroot", "faketime", "valgrind",
+           "gdb", "lldb", "expect", "unbuffer", "rlwrap", "xvfb-run", "at", "batch",
+           "crontab", "setpriv", "prlimit", "numactl", "torsocks", "proxychains",
+           "proxychains4", "sshpass", "run-parts", "chpst", "entr", "hyperfine",
+           "start-stop-daemon", "daemonize", "catchsegv", "perf", "dbus-run-session",
+           "vim", "vi", "nvim", "ex", "view", "vimdiff", "rvim", "emacs", "nano"), RUNS,
+          "each program's manual page (xargs(1), sudo(8), timeout(1), watch(1), sh(1), "
+          "systemd-run(1), gdb(1) -ex, vim(1) -c/+cmd/:!, emacs(1) --eval …): it runs the "
+          "command its operands name", always=True),
+    # bash(1) SHELL BUILTIN COMMANDS: these set a variable (PATH, LD_PRELOAD, BASH_ENV …)
+    # that changes which programs the line's later commands run, as NAME=value does
+    Entry(("read", "getopts", "mapfile", "readarray"), RUNS, "bash(1) read, getopts, "
+          "mapfile: each sets the variables its operands name (PATH …)", always=True),
+    Entry(("printf",), RUNS, "bash(1) printf -v VAR: sets the variable (PATH …)",
+          options=("-v",)),
+    Entry(("export", "readonly", "declare", "typeset", "local"), RUNS, "sh(1p), bash(1) "
+          "export NAME=value …: sets the variable (PATH, LD_PRELOAD …) for later commands",
+          check="sets-variables"),
     Entry(("env",), RUNS, "env(1): runs COMMAND (-S/--split-string too); with none it "
           "prints the environment, which holds every secret",
           check="env-command"),
@@ -153,6 +176,12 @@ TABLE = (
     Entry(("hash",), RUNS, "bash(1) hash -p: a name then runs another file",
           options=("-p",)),
     # -- programs whose job is to run code: what changes which code runs, where it writes ----
+    Entry(("perl", "ruby", "node", "nodejs", "php", "lua", "luajit", "Rscript", "tclsh",
+           "bun", "deno", "ts-node", "tsx", "osascript", "irb", "pwsh", "powershell"), RUNS,
+          "perl(1) -e/-E, ruby(1) -e, node(1) -e/--eval/-p/--print/-r/--require, php(1) "
+          "-r, lua(1) -e/-l, Rscript(1) -e, bun -e/--eval, deno eval, osascript(1) -e, "
+          "pwsh -c/-Command: code given on the line, not the script the line names",
+          check="inline-code"),
     Entry(("python", "python3", "python2", "pypy", "pypy3"), RUNS,
           "python(1) -c, -m (a module other than pytest); the script operand is the job",
           check="python"),
@@ -179,13 +208,41 @@ TABLE = (
           "npm-publish(1), npm-pack(1), npm-rebuild(1)",
           sub=("exec", "x", "dlx", "install", "i", "ci", "add", "update", "up", "upgrade",
                "rebuild", "rb", "explore", "init", "create", "config", "set", "publish",
-               "pack", "link", "ln")),
+               "pack", "link", "ln", "it", "cit", "install-test", "install-ci-test",
+               "isntall", "in", "ins", "inst", "insta", "instal", "isnt", "isnta", "isntal",
+               "edit", "pkg", "set-script", "audit", "dedupe", "ddp", "import")),
     Entry(("npm", "pnpm", "yarn"), RUNS, "npm-config(1) settings: --script-shell, --prefix, "
           "-C, --userconfig, --globalconfig, --node-options, --call/-c (npm exec)",
           options=("--script-shell", "--prefix", "-C", "--userconfig", "--globalconfig",
                    "--node-options", "--call", "-c")),
+    Entry(("yarn",), RUNS, "yarn install: a bare yarn installs (lifecycle scripts)",
+          check="no-operand"),
     Entry(("npx", "pnpx", "bunx"), RUNS, "npx(1): downloads and runs a package",
           always=True),
+    # -- archives, copies over the network, manuals, sorting ----------------------------------
+    Entry(("zip",), RUNS, "zip(1) -TT/--unzip-command (the test command), GTFOBins zip",
+          options=("-TT", "--unzip-command")),
+    Entry(("unzip",), WRITES, "unzip(1): extracts the archive's files (like tar -x), "
+          "unless -l/-t/-v/-p/-Z only list, test or print", check="unzip-writes"),
+    Entry(("rsync",), RUNS, "rsync(1) -e/--rsh, --rsync-path, GTFOBins rsync",
+          options=("-e", "--rsh", "--rsync-path")),
+    Entry(("scp", "sftp"), RUNS, "scp(1) -S program, -o ProxyCommand=…, -F ssh_config, "
+          "-J; sftp(1) -S, -D, -o, -F", options=("-S", "-o", "-F", "-J", "-D")),
+    Entry(("man",), RUNS, "man(1) -P/--pager, -H/--html (a browser), --browser, "
+          "-X/--gxditview, -t/-T (a formatter), --preprocessor/-p; GTFOBins man",
+          options=("-P", "--pager", "-H", "--html", "--browser", "-X", "--gxditview",
+                   "-p", "--preprocessor", "-l", "--local-file", "-C", "--config-file")),
+    Entry(("sort",), RUNS, "sort(1) --compress-program runs a program",
+          options=("--compress-program",)),
+    Entry(("sort",), WRITES, "sort(1) -o/--output FILE, -T/--temporary-directory",
+          options=("-o", "--output", "-T", "--temporary-directory")),
+    Entry(("uniq",), WRITES, "uniq(1) [INPUT [OUTPUT]]: a second operand is written",
+          check="uniq-output"),
+    Entry(("jq", "gojq", "yq"), SECRETS, "jq manual: $ENV, env (the environment), "
+          "input_filename; -L/--library-path, import/include read modules",
+          check="jq-program"),
+    Entry(("ps",), SECRETS, "ps(1) e (BSD style, \"show the environment after the "
+          "command\"), -o/o/-O/O/--format environ fields", check="ps-environment"),
     # -- downloads ----------------------------------------------------------------------------
     Entry(("curl",), WRITES, "curl(1) -o/--output, -O/--remote-name, --remote-name-all, "
           "--output-dir, -D/--dump-header, -c/--cookie-jar, --trace, --trace-ascii, "
@@ -298,7 +355,9 @@ def used(command) -> Entry | None:
         whole = program == "find"
         if any(_uses_option(scope, option, scope_globs, whole) for option in entry.options):
             return entry
-        if entry.check and _CHECKS[entry.check](scope, scope_globs):
+        check = _inline_code(program) if entry.check == "inline-code" else \
+            _CHECKS.get(entry.check)
+        if check and check(scope, scope_globs):
             return entry
     return None
 
@@ -324,12 +383,13 @@ def _values(args: list, short: str, long: str) -> list:
     """The values given to one option (``-e X``, ``-eX``, ``--expression=X``)."""
     out = []
     for index, arg in enumerate(args):
-        if arg == short or (len(long) > 2 and arg == long):
+        name, eq, value = arg.partition("=")
+        if arg == short or (arg.startswith("--") and _long(arg, long) and not eq):
             out.extend(args[index + 1:index + 2])
         elif arg.startswith(short) and not arg.startswith("--"):
             out.append(arg[len(short):])
-        elif arg.startswith(long + "="):
-            out.append(arg[len(long) + 1:])
+        elif arg.startswith("--") and eq and _long(name, long):
+            out.append(value)  # --expr=X: getopt_long takes an abbreviation
     return out
 
 
@@ -422,7 +482,8 @@ def _awk_program(args: list, globs: set) -> bool:
             return True
     for program in programs:
         bare = program.replace("||", "").replace(">=", "")
-        if re.search(r"system|getline|ENVIRON|PROCINFO|@load|@include|[|>]", bare):
+        # @: gawk's indirect call (f = "sys" "tem"; @f("…")), @load, @include
+        if re.search(r"system|getline|ENVIRON|PROCINFO|[@|>]", bare):
             return True
     return False
 
@@ -440,8 +501,15 @@ def _python(args: list, globs: set) -> bool:
     index = 0
     while index < len(args):
         arg = args[index]
-        if arg.startswith("-c") or arg in ("-", "--"):
-            return arg.startswith("-c")
+        if arg in ("-", "--") or (index in globs and arg.startswith("-")):
+            return arg != "--"
+        # a cluster of flags ends at the first letter that takes a value: -Ic is -I -c
+        letters = re.match(r"-[bBdEhiIOPqRsSuvx]*", arg).group() if arg[:1] == "-" \
+            and arg[1:2] != "-" else ""
+        if letters and len(arg) > len(letters) and arg[len(letters)] in "cm":
+            arg = "-" + arg[len(letters):]
+        if arg.startswith("-c"):
+            return True
         if arg.startswith("-m"):
             module = arg[2:] or (args[index + 1] if index + 1 < len(args) else "")
             if module != "pytest":
@@ -451,7 +519,8 @@ def _python(args: list, globs: set) -> bool:
             return used(shell.Command("", [], words=["pytest", *rest])) is not None
         if not arg.startswith("-"):
             return False
-        index += 2 if arg in ("-W", "-X", "-Q") else 1
+        index += 2 if arg in ("-W", "-X", "-Q") or (letters and arg[len(letters):] in (
+            "W", "X", "Q")) else 1
     return False
 
 
@@ -459,6 +528,91 @@ def _less_commands(args: list, globs: set) -> bool:
     return any(a.startswith("+") or (a.startswith("-") and "+" in a) for a in args)
 
 
+_INLINE = {"perl": ("-e", "-E", "-M", "-m", "-x"), "ruby": ("-e", "-r", "-x"),
+           "node": ("-e", "--eval", "-p", "--print", "-r", "--require", "--import",
+                    "--loader", "--experimental-loader", "-i", "--interactive"),
+           "php": ("-r", "-B", "-R", "-E", "-F", "-a", "-d"), "lua": ("-e", "-l", "-i"),
+           "Rscript": ("-e",), "bun": ("-e", "--eval", "-p", "--print", "x"),
+           "deno": ("eval", "repl", "-e"), "osascript": ("-e",), "irb": ("-r",),
+           "pwsh": ("-c", "-Command", "-command", "-EncodedCommand", "-e", "-ec"),
+           "tclsh": (), "ts-node": ("-e", "--eval", "-p", "--print", "-r", "--require"),
+           "tsx": ("-e", "--eval", "-p", "--print")}
+_INLINE.update(nodejs=_INLINE["node"], luajit=_INLINE["lua"],
+               powershell=_INLINE["pwsh"])
+
+
+def _inline_code(program: str):
+    """The check for an interpreter: code on the line (``perl -e``, ``node -e``, a
+    cluster ending in the letter, ``perl -le``), or no script operand (the code then
+    comes from standard input: nothing the line names)."""
+    def check(args: list, globs: set) -> bool:
+        options = _INLINE.get(program, ())
+        for index, arg in enumerate(args):
+            if index in globs and arg.startswith("-"):
+                return True
+            if not arg.startswith("-"):
+                return arg in options  # the script (or deno's eval sub-command)
+            if arg == "--":
+                return index + 1 >= len(args)
+            name = arg.split("=", 1)[0]
+            for option in options:
+                if not option.startswith("-"):
+                    continue
+                if option.startswith("--") or len(option) > 2:
+                    if name == option or (option.startswith("--") and _long(name, option)):
+                        return True
+                elif _short(arg, option, False):
+                    return True
+        return True  # no script: code from standard input, or an interactive prompt
+    return check
+
+
+def _sets_variables(args: list, globs: set) -> bool:
+    return any("=" in a and not a.startswith("-") for a in args) or any(
+        index in globs for index in range(len(args)))
+
+
+def _unzip_writes(args: list, globs: set) -> bool:
+    return not any(re.fullmatch(r"-[A-Za-z]*[ltvpZz][A-Za-z]*", a) for a in args)
+
+
+def _uniq_output(args: list, globs: set) -> bool:
+    return len(_operands(args, {"-f", "-s", "-w", "--skip-fields", "--skip-chars",
+                                "--check-chars", "--group", "--all-repeated"})) > 1
+
+
+def _jq_program(args: list, globs: set) -> bool:
+    if any(_long(a, "--library-path") or a.startswith("-L") for a in args):
+        return True
+    operands = _operands(args, {"--arg", "--argjson", "--slurpfile", "--rawfile",
+                                "--args", "--jsonargs", "-f", "--from-file", "--indent",
+                                "--tab"})
+    if any(a in ("-f", "--from-file") or _long(a, "--from-file") for a in args):
+        return True
+    program = operands[0] if operands else "."
+    return bool(re.search(r"\benv\b|\$ENV|\$__prog|input_filename|\bimport\b|\binclude\b"
+                          r"|\$__loc__", program))
+
+
+def _ps_environment(args: list, globs: set) -> bool:
+    for index, arg in enumerate(args):
+        before = args[index - 1] if index else ""
+        value = (before[-1:] in tuple("CGUgpstuoOqkNT") and before[:2] != "--") or (
+            before.startswith("--") and "=" not in before)
+        if not arg.startswith("-") and "e" in arg and not value:
+            return True  # BSD style: "ps eww", "ps aux e"
+        if "environ" in arg:
+            return True
+    return False
+
+
+def _no_operand(args: list, globs: set) -> bool:
+    return not any(not a.startswith("-") for a in args)
+
+
 _CHECKS = {"sed-script": _sed_script, "awk-program": _awk_program,
            "env-command": _env_command, "make-variables": _make_variables,
-           "python": _python, "less-commands": _less_commands}
+           "python": _python, "less-commands": _less_commands,
+           "sets-variables": _sets_variables, "unzip-writes": _unzip_writes,
+           "uniq-output": _uniq_output, "jq-program": _jq_program,
+           "ps-environment": _ps_environment, "no-operand": _no_operand}

@@ -646,7 +646,7 @@ def _names_secret(command: shell.Command, root: str, secret_files) -> str | None
     import glob
     candidates = []
     for index, word in enumerate(command.assignments + command.words):
-        candidates += [word, word.partition("=")[2], word[1:] if word[:1] == "@" else ""]
+        candidates += _named_in(word)
         if index - len(command.assignments) in command.globs:
             candidates += glob.glob(word, root_dir=root)
     candidates += [target for _, _, target in command.redirects]
@@ -660,6 +660,17 @@ def _names_secret(command: shell.Command, root: str, secret_files) -> str | None
             if kind is not None:
                 return kind
     return None
+
+
+def _named_in(word: str) -> list[str]:
+    """The paths a word may name: itself, an option's attached value (``-T.env``), what
+    follows each ``=``, ``:``, ``@``, ``<`` or ``,`` (``--data=@.env``, ``-F a=<.env``,
+    ``HEAD:.env``, ``file:///…``), each also percent-decoded (``file:///%2eenv``)."""
+    from urllib.parse import unquote
+    found = [word, word[2:] if word[:1] == "-" and word[1:2] != "-" else ""]
+    found += [word[i + 1:] for i, c in enumerate(word) if c in "=:@<,"]
+    found += [unquote(w) for w in found if "%" in w]
+    return found
 
 
 def _root(tool) -> str:
