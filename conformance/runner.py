@@ -12,6 +12,7 @@ import queue
 import shlex
 import subprocess
 import threading
+from collections import Counter
 from dataclasses import dataclass
 
 from agentflow.testing.replay import ReplayServer
@@ -43,6 +44,11 @@ class Outcome:
 # "Derived fields"), and the update fields each one covers.
 DERIVABLE = ("tool_call_end", "finish", "index", "result_name")
 
+# The inputs an adapter may declare its framework cannot express (README, "Features");
+# each hides only the cases that need it (SPEC §8).
+FEATURES = ("unknown_call_ids", "answers_without_a_pause", "duplicate_approvals",
+            "reload_session", "context_providers")
+
 
 class Mismatch(Exception):
     """The implementation did something the case does not expect."""
@@ -69,7 +75,11 @@ def _content(content):
 
 
 def normalise_message(message: dict) -> dict:
+    """A message in the form the runner compares (README, "How the runner compares")."""
     out = {"role": message.get("role"), "content": _content(message.get("content"))}
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal and out["content"] in (None, ""):
+        out["content"] = refusal  # SPEC §8: content or refusal hold the same text
     if out["content"] == "" and out["role"] == "assistant":
         out["content"] = None
     calls = message.get("tool_calls") or []
@@ -82,10 +92,53 @@ def normalise_message(message: dict) -> dict:
     return out
 
 
+def join_system_messages(messages: list[dict]) -> list[dict]:
+    """SPEC §8: a core case does not demand one system message per context provider.
+    Every system message of a request counts as part of one, at the front, whose text
+    is theirs in order, each run of whitespace one space."""
+    system = [m for m in messages if m.get("role") == "system"]
+    if not system:
+        return messages
+    text = " ".join(" ".join(str(m.get("content") or "").split()) for m in system)
+    return ([{**system[0], "content": text.strip()}]
+            + [m for m in messages if m.get("role") != "system"])
+
+
+# The updates of a call at the end of a model turn, and the order SPEC fixes for each
+# kind: tool_call_start in the order the calls arrived (§6), approval_request in call
+# order (R3); tool_call_end "once per call, when the model's turn ends" (§3) is not
+# ordered against the updates of other calls (SPEC §8).
+_CALL_BLOCK = {"tool_call_start": 0, "tool_call_end": 1, "approval_request": 2}
+
+
+def order_call_blocks(updates: list[dict]) -> list[dict]:
+    """Each run of consecutive ``tool_call_start`` / ``tool_call_end`` /
+    ``approval_request`` updates in one canonical order: the starts as they came, then
+    the ends in the order of their calls' starts, then the approval requests as they
+    came. Applied to both sides, so no order between updates of different calls
+    decides a case (SPEC §8)."""
+    out, block = [], []
+    for update in updates + [None]:
+        if update is not None and update.get("type") in _CALL_BLOCK:
+            block.append(update)
+            continue
+        if block:
+            starts = [u.get("call_id") for u in block if u["type"] == "tool_call_start"]
+            rank = {call_id: n for n, call_id in enumerate(starts)}
+            out += sorted(block, key=lambda u: (
+                _CALL_BLOCK[u["type"]],
+                rank.get(u.get("call_id"), len(rank)) if u["type"] == "tool_call_end" else 0))
+            block = []
+        if update is not None:
+            out.append(update)
+    return out
+
+
 def normalise_updates(updates: list[dict]) -> list[dict]:
     """Empty text and reasoning updates are dropped; adjacent ones join into one;
     ``tool_call_args`` fold into an ``arguments`` field of their call's
-    ``tool_call_end``."""
+    ``tool_call_end``. The order within a block of call updates is made canonical
+    (``order_call_blocks``) by ``check_turn``."""
     out: list[dict] = []
     arguments: dict[str, str] = {}
     for update in updates:
@@ -161,6 +214,8 @@ def check_request(expected: dict, request, model: str = "conformance-model",
         return f"model: expected {json.dumps(model)}, got {_shown(body.get('model'))}"
     messages = [m if exact else normalise_message(m) for m in body.get("messages") or []]
     wanted = [m if exact else normalise_message(m) for m in expected["messages"]]
+    if not exact:
+        messages, wanted = join_system_messages(messages), join_system_messages(wanted)
     found = _first_difference(wanted, messages, "messages")
     if found:
         return found
@@ -228,13 +283,14 @@ def check_turn(expect: dict, end: dict, updates: list[dict], exact: bool = False
     if found:
         problems.append(found)
     if "updates" in expect:
-        actual = normalise_updates(updates)
-        found = _first_difference(primary_view(expect["updates"], derives),
-                                  primary_view(actual, derives), "updates")
+        actual = order_call_blocks(normalise_updates(updates))
+        wanted = order_call_blocks(expect["updates"])
+        found = _first_difference(order_call_blocks(primary_view(wanted, derives)),
+                                  order_call_blocks(primary_view(actual, derives)), "updates")
         if found:
             problems.append(found)
         elif derives:
-            found = _first_difference(expect["updates"], actual, "updates")
+            found = _first_difference(wanted, actual, "updates")
             if found:
                 derived.append(found)
     if "history" in expect:
@@ -426,6 +482,10 @@ def _declared_skip(case: dict, suite: str, ready: dict) -> str | None:
     if suite not in suites:
         return f"suite {suite!r} not declared (the adapter declares {', '.join(suites)})"
     cannot = ready.get("cannot") or {}
+    unknown = sorted(set(cannot) - set(FEATURES))
+    if unknown:  # an old or misspelt name would hide nothing and fail cases instead
+        raise Mismatch(f"setup: 'cannot' names unknown feature(s) {', '.join(unknown)} "
+                       f"(the features are {', '.join(FEATURES)})")
     for need in case.get("needs", []):
         if need in cannot:
             return f"needs {need!r}, which the adapter declares it cannot do: {cannot[need]}"
@@ -451,6 +511,28 @@ def run_all(make_driver, cases: list[dict] | None = None) -> list[Outcome]:
     return outcomes
 
 
+def run_repeated(make_driver, cases: list[dict] | None = None,
+                 times: int = 1) -> list[Outcome]:
+    """``run_all`` ``times`` times. A case with one verdict every time keeps its first
+    outcome; a case whose verdict varies fails, saying how often it got each verdict
+    and the first failure's text (SPEC §8: a case that passes or fails by chance is a
+    defect of the case, or a race in the implementation)."""
+    runs = [run_all(make_driver, cases) for _ in range(max(times, 1))]
+    outcomes = []
+    for per_case in zip(*runs):
+        verdicts = Counter(o.status for o in per_case)
+        if len(verdicts) == 1:
+            outcomes.append(per_case[0])
+            continue
+        tally = ", ".join(f"{status} {n}" for status, n in sorted(verdicts.items()))
+        number, failed = next((n, o) for n, o in enumerate(per_case, 1) if o.status == "fail")
+        outcomes.append(dataclasses.replace(
+            per_case[0], status="fail",
+            detail=f"the verdict varies over {len(per_case)} runs ({tally}); run {number}: "
+                   f"{failed.detail}"))
+    return outcomes
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m conformance",
@@ -463,6 +545,8 @@ def main(argv=None) -> int:
                         help="run only this case (repeatable)")
     parser.add_argument("--profiles", action="store_true",
                         help="run the provider-profile cases of conformance/profiles instead")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run every case N times; a case whose verdict varies fails")
     parser.add_argument("--json", metavar="PATH",
                         help="also write every outcome to PATH as JSON (for PEERS.md)")
     args = parser.parse_args(argv)
@@ -470,7 +554,7 @@ def main(argv=None) -> int:
     if args.case:
         cases = [c for c in cases if c["id"] in args.case]
     make_driver = (lambda: Adapter(args.adapter)) if args.adapter else InProcess
-    outcomes = run_all(make_driver, cases)
+    outcomes = run_repeated(make_driver, cases, args.repeat)
     report(outcomes)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:

@@ -195,7 +195,7 @@ def test_a_case_outside_the_declared_suites_or_features_is_skipped_and_says_why(
     from conformance.report import report
 
     class CoreOnly(Declaring):
-        ready = {"suites": ["core"], "cannot": {"approvals_by_id": "answers are a map"}}
+        ready = {"suites": ["core"], "cannot": {"unknown_call_ids": "answers are a map"}}
     by_id = {case["id"]: case for case in CASES}
     outcomes = run_all(CoreOnly, [by_id[i] for i in ("001-approve", "009-unknown-id",
                                                      "040-request-carries-digest")])
@@ -274,10 +274,10 @@ NODE_ADAPTER = REPO / "conformance" / "adapters" / "node" / "adapter.js"
 NODE_PASSES = ["001-approve", "002-reject-with-reason", "004-reject-blank-reason",
                "006-two-approvals-one-each", "007-mixed-batch-sibling", "008-missing-response",
                "014-chained-pauses", "015-tool-loop", "016-tool-error",
-               "022-new-input-with-approvals", "029-paused-then-new-message",
-               "031-sibling-called-again", "037-echo-canonical-json", "110-shape-crlf-parallel"]
+               "022-new-input-with-approvals", "031-sibling-called-again", "037-echo-canonical-json", "110-shape-crlf-parallel"]
 NODE_SKIPS = ["009-unknown-id", "010-duplicate-id", "028-session-round-trip",
-              "040-request-carries-digest", "208-r20-edit-on-approve"]
+              "029-paused-then-new-message", "040-request-carries-digest",
+              "208-r20-edit-on-approve"]
 
 
 def test_the_node_adapter_speaks_the_protocol_from_the_readme():
@@ -295,3 +295,75 @@ def test_the_node_adapter_speaks_the_protocol_from_the_readme():
     assert {o.case_id: o.detail for o in outcomes if o.status == "fail"} == {}
     assert [o.case_id for o in outcomes if o.status == "skip"] == NODE_SKIPS
     assert all(o.implementation.startswith("node-minimal") for o in outcomes)
+
+
+# -- only the rule under test decides (SPEC §8) ---------------------------------------------
+
+def test_updates_of_different_calls_may_come_in_either_order_but_approvals_in_call_order():
+    """SPEC §8: no order between updates of different calls is demanded (all
+    ``tool_call_end`` first); R3's call order of the approval requests still is."""
+    from conformance.runner import check_turn
+    start = [{"type": "tool_call_start", "call_id": c, "name": "run_command"} for c in "ab"]
+    end = [{"type": "tool_call_end", "call_id": c} for c in "ab"]
+    ask = [{"type": "approval_request", "call_id": c, "name": "run_command"} for c in "ab"]
+    expect = {"updates": start + end + ask}
+    interleaved = start + [end[1], ask[0], end[0], ask[1]]
+    assert check_turn(expect, {}, interleaved) == ([], [])
+    swapped = start + end + ask[::-1]
+    [problem], _ = check_turn(expect, {}, swapped)
+    assert "updates[4].call_id" in problem
+
+
+def test_system_messages_compare_as_one_text_and_refusal_as_content():
+    """SPEC §8: not one system message per context provider; a provider's ``refusal``
+    text counts as the message's content."""
+    from types import SimpleNamespace
+    from conformance.runner import API_KEY, check_request, normalise_message
+    expected = {"messages": [{"role": "system", "content": "You are terse."},
+                             {"role": "system", "content": "The user is Ann."},
+                             {"role": "user", "content": "hi"}]}
+
+    def sent(messages):
+        body = {"model": "conformance-model", "stream": True, "messages": messages}
+        return SimpleNamespace(path="/v1/chat/completions", json=body,
+                               headers={"authorization": f"Bearer {API_KEY}"})
+    merged = [{"role": "system", "content": "You are terse.\n\nThe user is Ann."},
+              {"role": "user", "content": "hi"}]
+    assert check_request(expected, sent(merged)) is None
+    other = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "hi"}]
+    assert "messages[0].content" in check_request(expected, sent(other))
+    refused = {"role": "assistant", "content": None, "refusal": "I can't."}
+    assert normalise_message(refused)["content"] == "I can't."
+
+
+def test_a_cannot_naming_an_unknown_feature_fails_the_case():
+    """A misspelt or retired feature name would hide nothing (README, "Features")."""
+    class OldName(Declaring):
+        ready = {"cannot": {"approvals_by_id": "answers are a map"}}
+    [outcome] = run_all(OldName, CASES[:1])
+    assert outcome.status == "fail" and "unknown feature(s) approvals_by_id" in outcome.detail
+
+
+def test_repeat_reports_a_case_whose_verdict_varies(capsys):
+    """``--repeat N``: a case that passes on one run and fails on another fails,
+    saying how often each verdict came (SPEC §8)."""
+    from conformance.runner import run_repeated
+
+    class EveryOtherRunFails(InProcess):
+        runs = 0
+
+        def setup(self, message):
+            EveryOtherRunFails.runs += 1
+            return super().setup(message)
+
+        def run(self, message):
+            end, updates = super().run(message)
+            if EveryOtherRunFails.runs % 2 == 0:
+                end = {**end, "executions": []}
+            return end, updates
+    by_id = {case["id"]: case for case in CASES}
+    [steady] = run_repeated(InProcess, [by_id["001-approve"]], 3)
+    assert steady.passed
+    [varying] = run_repeated(EveryOtherRunFails, [by_id["001-approve"]], 3)
+    assert varying.status == "fail"
+    assert varying.detail.startswith("the verdict varies over 3 runs (fail 1, pass 2); run 2: ")

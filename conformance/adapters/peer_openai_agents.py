@@ -70,9 +70,10 @@ class OpenAIAgents(Peer):
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
                 "derives": ["tool_call_end", "finish", "index", "result_name"],
                 "cannot": {
-                    "approvals_by_id": "approvals are RunState.approve/reject of the run's "
-                                       "own ToolApprovalItem interruptions; there is no item "
-                                       "for a call the run did not interrupt on",
+                    "unknown_call_ids": "approvals are RunState.approve/reject of the "
+                                        "run's own ToolApprovalItem interruptions",
+                    "answers_without_a_pause": "Runner.run resumes only a RunState that "
+                                               "has interruptions",
                     "context_providers": "the SDK has no context providers (an agent has "
                                          "one instructions string)"}}
 

@@ -27,7 +27,8 @@ function setup(message) {
     type: "ready", implementation: `node-minimal ${process.version}`, suites: ["core"],
     derives: [],
     cannot: {
-      approvals_by_id: "answers are matched to pending calls only",
+      unknown_call_ids: "answers are matched to pending calls only",
+      answers_without_a_pause: "answers are matched to pending calls only",
       duplicate_approvals: "answers are matched to pending calls only",
       reload_session: "no serialised session form",
       context_providers: "no context providers",
