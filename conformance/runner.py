@@ -25,7 +25,8 @@ from .report import report
 class Outcome:
     """One case's result. ``status`` is ``pass``, ``fail`` or ``skip`` (README,
     "Outcomes"); ``detail`` says why it failed or was skipped; ``derived`` lists the
-    differences found only in fields the adapter declared it derives."""
+    differences found only in fields the adapter declared it derives; ``configured``
+    what the adapter's ``ready`` says it set through the framework's own parameters."""
     case_id: str
     title: str
     status: str
@@ -34,6 +35,7 @@ class Outcome:
     rules: tuple = ()
     derived: tuple = ()
     implementation: str = ""
+    configured: tuple = ()
 
     @property
     def passed(self) -> bool:
@@ -433,6 +435,7 @@ def run_case(case: dict, driver) -> Outcome:
         if ready.get("type") != "ready":
             raise Mismatch(f"setup: expected a 'ready' answer, got {json.dumps(ready)[:200]}")
         outcome["implementation"] = ready.get("implementation", "")
+        outcome["configured"] = tuple(str(c) for c in ready.get("configured") or ())
         skip = _declared_skip(case, suite, ready)
         if skip:
             return Outcome(status="skip", detail=skip, **outcome)
