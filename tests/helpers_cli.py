@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
 import io
 import json
 import os
@@ -27,6 +26,7 @@ import time
 import traceback
 
 from agentflow import sandbox
+from agentflow.canonical import arguments_digest
 from agentflow.testing.replay import Reply, chat_stream
 from agentflow.session import AgentSession
 
@@ -163,9 +163,7 @@ def calls_reply(*calls, text: str = "") -> bytes:
 
 def digest(arguments: dict) -> str:
     """SHA-256 of the canonical JSON of ``arguments`` (the approval digest)."""
-    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"),
-                           ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return arguments_digest(json.dumps(arguments))
 
 
 def tool_names(request) -> list[str]:

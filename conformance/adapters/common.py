@@ -3,7 +3,10 @@
 
 Each peer adapter (``peer_*.py``) is run from the repository root as
 ``python -m conformance.adapters.peer_NAME`` in .conformance-venv, where its framework is
-installed at the version pinned in ``requirements.txt``; agentflow is not imported.
+installed at the version pinned in ``requirements.txt``. Of agentflow they import only
+``agentflow.canonical.canonical_json``, the one RFC 8785 definition of the repository
+(checked against conformance/digest-vectors.json), so an adapter's ``echo`` cannot
+differ from the digest's canonical form; nothing of agentflow's loop is used.
 """
 
 from __future__ import annotations
@@ -13,23 +16,9 @@ import json
 import sys
 import traceback
 
+from agentflow.canonical import canonical_json
 
-def canonical_json(value) -> str:
-    """RFC 8785 for the values the cases use: members sorted, no whitespace, non-ASCII
-    as is (README, "BEHAVIOUR": echo)."""
-    return json.dumps(_ecmascript_numbers(value), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-
-
-def _ecmascript_numbers(value):
-    """ECMAScript writes 100.0 as 100."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _ecmascript_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_ecmascript_numbers(v) for v in value]
-    return value
+__all__ = ["canonical_json", "tool_body", "error_kind", "Peer", "json_lines", "serve"]
 
 
 def tool_body(spec: dict, executions: list):

@@ -9,7 +9,10 @@ const readline = require("node:readline");
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 const DENIED = "User denied"; // SPEC R7
 
-// RFC 8785 for the values the cases use: members sorted, no whitespace.
+// RFC 8785 (JCS): members sorted by UTF-16 code units (what Array.prototype.sort does),
+// numbers and strings as JSON.stringify writes them (RFC 8785 §3.2.2 is defined by it),
+// no whitespace. tests/test_conformance_canonical.py checks it against
+// conformance/digest-vectors.json.
 function canonical(value) {
   if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
   if (value && typeof value === "object") {
@@ -152,6 +155,9 @@ async function run(message) {
   }
   send({ type: "end", error, history: agent.history, executions: agent.executions });
 }
+
+module.exports = { canonical };
+if (require.main !== module) return;
 
 // One message at a time: a run finishes before the next line is read.
 const lines = readline.createInterface({ input: process.stdin });
