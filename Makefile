@@ -71,8 +71,16 @@ $(PEERS_STAMP): setup.cfg pyproject.toml conformance/adapters/requirements.txt
 	$(PEERS_VENV)/bin/python -m pip install --quiet -e . -r conformance/adapters/requirements.txt
 	touch $(PEERS_STAMP)
 
-conformance-peers: $(PEERS_STAMP)
+# The Node peers (the Vercel AI SDK) at the versions of conformance/adapters/node's
+# package.json and package-lock.json.
+PEERS_NODE := conformance/adapters/node/node_modules/.installed
+
+$(PEERS_NODE): conformance/adapters/node/package.json conformance/adapters/node/package-lock.json
+	cd conformance/adapters/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+conformance-peers: $(PEERS_STAMP) $(PEERS_NODE)
 	$(PEERS_VENV)/bin/python -m conformance.peers $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(PEERS_VENV) $(NODE_TOOLS) *.egg-info .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(PEERS_VENV) $(NODE_TOOLS) conformance/adapters/node/node_modules *.egg-info .pytest_cache

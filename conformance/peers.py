@@ -10,6 +10,7 @@ show; the first rule a case lists is the one it measures (README, "A case").
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,11 +18,27 @@ from .loader import load_cases
 from .report import counts
 from .runner import Adapter, run_all
 
-PEERS = [  # (name, adapter module)
+NODE = Path(__file__).resolve().parent / "adapters" / "node"
+PEERS = [  # (name, adapter: a Python module, or a Node script in adapters/node)
     ("Microsoft Agent Framework", "conformance.adapters.peer_maf"),
     ("OpenAI Agents SDK", "conformance.adapters.peer_openai_agents"),
     ("Pydantic AI", "conformance.adapters.peer_pydantic_ai"),
+    ("Vercel AI SDK", "peer_ai_sdk.js"),
+    ("LangChain (HumanInTheLoopMiddleware)", "conformance.adapters.peer_langchain"),
 ]
+
+
+def command(adapter: str) -> str | None:
+    """The command line that starts ``adapter``, or ``None`` when it is not there
+    (its module missing, or ``node`` / the Node packages not installed)."""
+    if adapter.endswith(".js"):
+        node = shutil.which("node")
+        if node is None or not (NODE / "node_modules" / "ai").is_dir():
+            return None
+        return f"{node} {NODE / adapter}"
+    if importlib.util.find_spec(adapter) is None:
+        return None
+    return f"{sys.executable} -m {adapter}"
 OUT = Path(__file__).resolve().parent / "PEERS.md"
 
 
@@ -62,11 +79,12 @@ def main(argv=None) -> int:
     for name, module in PEERS:
         if module not in wanted:
             continue
-        if importlib.util.find_spec(module) is None:
-            print(f"{name}: no adapter yet ({module})")
-            lines += [f"## {name}", "", f"No adapter yet (`{module}`); not measured.", ""]
+        start = command(module)
+        if start is None:
+            print(f"{name}: not installed ({module})")
+            lines += [f"## {name}", "", f"Not installed (`{module}`); not measured.", ""]
             continue
-        outcomes = run_all(lambda: Adapter(f"{sys.executable} -m {module}"), cases)
+        outcomes = run_all(lambda: Adapter(start), cases)
         c = counts(outcomes, lambda o: ["all"])["all"]
         print(f"{name}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped")
         lines += section(name, outcomes)
