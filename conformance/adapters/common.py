@@ -18,7 +18,14 @@ import traceback
 
 from agentflow.canonical import canonical_json
 
-__all__ = ["canonical_json", "tool_body", "error_kind", "Peer", "json_lines", "serve"]
+__all__ = ["canonical_json", "rejection_text", "tool_body", "error_kind", "Peer", "json_lines", "serve"]
+
+
+def rejection_text(reason) -> str:
+    """SPEC R7's text for a rejection with ``reason`` (``None``, blank or whitespace:
+    ``User denied``), for frameworks whose documented parameter is the text the model
+    gets (README, "Mapping a framework")."""
+    return f"Rejected: {reason if reason and reason.strip() else 'User denied'}"
 
 
 def tool_body(spec: dict, executions: list):

@@ -3,7 +3,9 @@
 ``Agent`` + ``OpenAIChatCompletionClient`` against the replay server; a tool that needs
 approval is a ``FunctionTool(approval_mode="always_require")``; approvals are answered
 with ``to_function_approval_response(approved)`` of the run's
-``function_approval_request`` contents. MAF streams no end-of-call event, no single
+``function_approval_request`` contents (two answers for one id are two responses;
+an id it never asked about gets a response built with ``Content.from_function_approval_response``).
+Context providers are MAF's ``ContextProvider`` with ``before_run``. MAF streams no end-of-call event, no single
 final finish and no result name: those are derived (README, "Derived fields").
 """
 
@@ -19,9 +21,6 @@ os.environ.setdefault("ENABLE_OTEL", "false")
 
 VERSION = (f"agent-framework-core {version('agent-framework-core')} + "
            f"agent-framework-openai {version('agent-framework-openai')}")
-NOT_ASKED = ("approvals are built from the framework's own function_approval_request "
-             "objects; the adapter builds one by hand for an id it never asked about")
-
 
 def to_openai(messages: list[dict]) -> list[dict]:
     """MAF's stored messages (``Message.to_dict()`` form) in OpenAI form; approval
@@ -52,6 +51,22 @@ def _result_text(content: dict) -> str:
     return result if isinstance(result, str) else json.dumps(result)
 
 
+def _context_provider(spec: dict, number: int):
+    """A case's context provider as MAF's own ``ContextProvider``: ``before_run`` adds
+    its instructions and messages to the run's ``SessionContext`` (SPEC R1)."""
+    from agent_framework import Content, ContextProvider, Message
+
+    class CaseContext(ContextProvider):
+        async def before_run(self, *, agent, session, context, state):
+            if spec.get("instructions"):
+                context.extend_instructions(self.source_id, spec["instructions"])
+            messages = [Message(role=m["role"], contents=[Content.from_text(m.get("content") or "")])
+                        for m in spec.get("messages", [])]
+            if messages:
+                context.extend_messages(self, messages)
+    return CaseContext(f"case-context-{number}")
+
+
 class MAF(Peer):
     def setup(self, message: dict) -> dict:
         from agent_framework import Agent, FunctionTool
@@ -69,16 +84,27 @@ class MAF(Peer):
         self.client = OpenAIChatCompletionClient(
             model=message["model"], async_client=AsyncOpenAI(
                 base_url=message["base_url"], api_key=message["api_key"], max_retries=0))
+        config = self.client.function_invocation_configuration
+        config["include_detailed_errors"] = True        # the nearest to SPEC R13's text
+        config["allow_concurrent_invocation"] = False   # SPEC R2: in the model's order
+        config["max_consecutive_errors_per_request"] = 3  # SPEC R13
+        providers = [_context_provider(c, n)
+                     for n, c in enumerate(message.get("context_providers", []))]
         self.agent = Agent(client=self.client, instructions=message.get("instructions"),
-                           tools=tools or None)
+                           tools=tools or None, context_providers=providers or None)
         self.session = self.agent.create_session()
         self.pending: dict = {}
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
                 "derives": ["tool_call_end", "finish", "index", "result_name"],
-                "cannot": {"duplicate_approvals": "approvals are answers to the framework's "
-                                                  "own request objects, one per call",
-                           "context_providers": "not mapped by this adapter (MAF's "
-                                                "ContextProvider differs in shape)"}}
+                "configured": [
+                    "context providers: ContextProvider.before_run adds their instructions "
+                    "and messages",
+                    "tool errors: function_invocation_configuration include_detailed_errors=True "
+                    "(the rejection text is fixed: _tools.py 'Error: Tool call invocation was "
+                    "rejected by user.')",
+                    "call order: allow_concurrent_invocation=False",
+                    "failing rounds: max_consecutive_errors_per_request=3"],
+                "cannot": {}}
 
     def _responses(self, approvals: list[dict]):
         from agent_framework import Content
@@ -100,8 +126,9 @@ class MAF(Peer):
             self.session = AgentSession.from_dict(json.loads(json.dumps(
                 self.session.to_dict())))
         options = message.get("options") or {}
-        if "max_rounds" in options:
-            self.client.function_invocation_configuration["max_iterations"] = options["max_rounds"]
+        # SPEC R8's limit, 40 when the turn gives none (a turn's limit must not outlive it)
+        self.client.function_invocation_configuration["max_iterations"] = options.get(
+            "max_rounds", 40)
         inputs = []
         responses = self._responses(message.get("approvals", []))
         if responses:

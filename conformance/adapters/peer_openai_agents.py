@@ -2,16 +2,16 @@
 
 ``Agent`` + ``OpenAIChatCompletionsModel`` against the replay server, run with
 ``Runner.run_streamed``; a tool that needs approval is a ``FunctionTool`` with
-``needs_approval=True`` and, as ``function_tool`` gives by default, a failure (of the
-body or of its arguments) answered with ``default_tool_error_function``. A paused run leaves ``result.interruptions`` (its
+``needs_approval=True``. A paused run leaves ``result.interruptions`` (its
 ``ToolApprovalItem`` objects) and ``result.to_state()``; the next run answers them with
-``state.approve(item)`` / ``state.reject(item, rejection_message=reason)`` and resumes the
-``RunState``. Between finished runs the conversation is ``result.to_input_list()``, sent in
-OpenAI form by the SDK's own ``Converter.items_to_messages``, which is also the history
-the adapter reports. The SDK has no end-of-call event for chat completions models, no
-call index, no single final finish and no result name: those are derived (README,
-"Derived fields"); approval requests are reported from ``result.interruptions`` when
-the stream ends.
+``state.approve(item)`` / ``state.reject(item, rejection_message=...)`` and resumes the
+``RunState`` (with ``state.add_input()`` for new input); an answer for a call it did not
+pause on gets a ``ToolApprovalItem`` built for that call id. Between finished runs the
+conversation is ``result.to_input_list()``, sent in OpenAI form by the SDK's own
+``Converter.items_to_messages``, which is also the history the adapter reports. Texts
+and hooks are configured as the SDK documents them (``configured`` in ``ready``). The
+SDK has no call index, no single final finish and no result name: those are derived
+(README, "Derived fields").
 """
 
 from __future__ import annotations
@@ -20,11 +20,21 @@ import json
 import os
 from importlib.metadata import version
 
-from conformance.adapters.common import Peer, error_kind, serve, tool_body
+from conformance.adapters.common import Peer, error_kind, rejection_text, serve, tool_body
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 VERSION = f"openai-agents {version('openai-agents')}"
+
+
+def failure_error_function(ctx, exc: Exception) -> str:
+    """What ``function_tool(failure_error_function=...)`` lets a user set: SPEC R13's
+    text instead of the SDK's "An error occurred while running the tool", and R14's for
+    arguments the SDK could not parse (it hands those over as ``ModelBehaviorError``)."""
+    from agents import ModelBehaviorError
+    if isinstance(exc, ModelBehaviorError):
+        return f"Error: arguments are not valid JSON: {exc}"
+    return f"Error: {type(exc).__name__}: {exc}"
 
 
 def _parse(arguments):
@@ -36,8 +46,8 @@ def _parse(arguments):
 
 class OpenAIAgents(Peer):
     def setup(self, message: dict) -> dict:
-        from agents import (Agent, FunctionTool, OpenAIChatCompletionsModel,
-                            default_tool_error_function, set_tracing_disabled)
+        from agents import (Agent, FunctionTool, ModelBehaviorError,
+                            OpenAIChatCompletionsModel, set_tracing_disabled)
         from openai import AsyncOpenAI
         set_tracing_disabled(True)
         self.executions: list = []
@@ -47,10 +57,18 @@ class OpenAIAgents(Peer):
             body = tool_body(spec, self.executions)
 
             async def on_invoke_tool(ctx, arguments: str):
+                try:  # function_tool parses first and hands a parse failure to the formatter
+                    parsed = json.loads(arguments or "{}")
+                    if not isinstance(parsed, dict):
+                        raise ModelBehaviorError(f"not a JSON object: {arguments}")
+                except ValueError as exc:
+                    return failure_error_function(ctx, ModelBehaviorError(str(exc)))
+                except ModelBehaviorError as exc:
+                    return failure_error_function(ctx, exc)
                 try:
-                    return body(**json.loads(arguments or "{}"))
-                except Exception as exc:  # what function_tool does by default
-                    return default_tool_error_function(ctx, exc)
+                    return body(**parsed)
+                except Exception as exc:  # function_tool(failure_error_function=...)
+                    return failure_error_function(ctx, exc)
             return on_invoke_tool
 
         tools = [FunctionTool(name=t["name"], description=t.get("description", ""),
@@ -65,24 +83,53 @@ class OpenAIAgents(Peer):
         self.agent = Agent(name="conformance", model=model, tools=tools,
                            instructions=message.get("instructions"))
         self.items: list = []     # the conversation after the last run (to_input_list)
-        self.state = None         # the RunState of a paused run
-        self.interruptions: list = []
+        self.state = None         # the RunState of the last run (paused or finished)
+        self.paused = False
+        self.handles: dict = {}   # call id -> its ToolApprovalItem, from every pause seen
+        providers = message.get("context_providers") or []
+        self.extra_instructions = [p["instructions"] for p in providers if p.get("instructions")]
+        self.extra_input = [{"role": m["role"], "content": m.get("content") or ""}
+                            for p in providers for m in p.get("messages", [])]
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
-                "derives": ["tool_call_end", "finish", "index", "result_name"],
-                "cannot": {
-                    "unknown_call_ids": "approvals are RunState.approve/reject of the "
-                                        "run's own ToolApprovalItem interruptions",
-                    "answers_without_a_pause": "Runner.run resumes only a RunState that "
-                                               "has interruptions",
-                    "context_providers": "the SDK has no context providers (an agent has "
-                                         "one instructions string)"}}
+                "derives": ["finish", "index", "result_name"],
+                "configured": [
+                    "rejection text: RunState.reject(item, rejection_message=...)",
+                    "tool errors: the failure_error_function of function_tool",
+                    "context providers: RunConfig.call_model_input_filter adds their "
+                    "instructions and messages to every model call",
+                    "max_rounds: max_turns; MaxTurnsExceeded is the max_rounds finish",
+                    "new input on a paused run: RunState.add_input()",
+                    "answers for calls it did not pause on: a ToolApprovalItem built for "
+                    "the call id"],
+                "cannot": {}}
+
+    def _input_filter(self, data):
+        from agents.run_config import ModelInputData
+        model = data.model_data
+        instructions = "\n".join(filter(None, [model.instructions, *self.extra_instructions]))
+        return ModelInputData(input=self.extra_input + list(model.input),
+                              instructions=instructions or None)
+
+    def _handle(self, call_id: str):
+        """The call's ToolApprovalItem from a pause, or one built for the id."""
+        from agents import ToolApprovalItem
+        from openai.types.responses import ResponseFunctionToolCall
+        if call_id not in self.handles:
+            raw = ResponseFunctionToolCall(type="function_call", call_id=call_id,
+                                           name="unknown", arguments="{}")
+            self.handles[call_id] = ToolApprovalItem(agent=self.agent, raw_item=raw)
+        return self.handles[call_id]
 
     async def _reload(self) -> None:
+        """The SDK's documented persistence of a run: ``RunState.to_string()`` /
+        ``from_string``; the approval handles come back from the reloaded state."""
         from agents import RunState
         self.items = json.loads(json.dumps(self.items))
+        self.handles = {}
         if self.state is not None:
             self.state = await RunState.from_string(self.agent, self.state.to_string())
-            self.interruptions = self.state.get_interruptions()
+            for item in self.state.get_interruptions():
+                self.handles[item.raw_item.call_id] = item
 
     def _history(self) -> list[dict]:
         """The conversation (paused or finished) as the SDK would send it next."""
@@ -90,43 +137,37 @@ class OpenAIAgents(Peer):
         return [_plain(m) for m in Converter.items_to_messages(self.items)]
 
     async def run(self, message: dict, emit) -> dict:
-        from agents import RunConfig, Runner
+        from agents import MaxTurnsExceeded, RunConfig, Runner
         del self.executions[:]
         if message.get("reload_session"):
             await self._reload()
         options = message.get("options") or {}
         inputs = [{"role": m["role"], "content": m.get("content") or ""}
                   for m in message.get("input", [])]
-        if self.state is not None:
-            pending = {item.raw_item.call_id: item for item in self.interruptions}
-            for a in message.get("approvals", []):
-                item = pending[a["call_id"]]
+        approvals = message.get("approvals") or []
+        if approvals or self.paused:
+            if self.state is None:
+                return {"type": "skip", "reason": "answers before any run: there is no "
+                                                  "RunState to answer on yet"}
+            for a in approvals:
+                item = self._handle(a["call_id"])
                 if a["approved"]:
                     self.state.approve(item)
                 else:
-                    self.state.reject(item, rejection_message=a.get("reason"))
-            if inputs:  # the SDK resumes a state or starts from input, never both
-                return {"type": "skip", "reason": "a paused RunState resumes without new "
-                                                  "input; new messages next to a pause "
-                                                  "cannot be given"}
+                    self.state.reject(item, rejection_message=rejection_text(a.get("reason")))
+            if inputs:  # README: input after the answers, in the same run
+                self.state.add_input(inputs)
             start = self.state
         else:
-            if message.get("approvals"):
-                return {"type": "skip", "reason": "approvals without a paused run: there "
-                                                  "is no RunState to approve on"}
             start = self.items + inputs
-        kwargs = {"max_turns": options["max_rounds"]} if "max_rounds" in options else {}
+        kwargs = {"max_turns": options.get("max_rounds", 40)}  # SPEC R8's default
         names, by_index, open_calls, result, error = {}, {}, [], None, None
 
-        def close_calls():
-            for call_id in open_calls:
-                emit({"type": "tool_call_end", "call_id": call_id})
-            open_calls.clear()
-
         try:
-            result = Runner.run_streamed(self.agent, start,
-                                         run_config=RunConfig(tracing_disabled=True),
-                                         **kwargs)
+            result = Runner.run_streamed(
+                self.agent, start, run_config=RunConfig(
+                    tracing_disabled=True, call_model_input_filter=self._input_filter
+                    if self.extra_instructions or self.extra_input else None), **kwargs)
             async for event in result.stream_events():
                 if event.type == "raw_response_event":
                     data, kind = event.data, event.data.type
@@ -142,24 +183,23 @@ class OpenAIAgents(Peer):
                     elif kind == "response.function_call_arguments.delta":
                         emit({"type": "tool_call_args", "call_id": by_index[data.output_index],
                               "delta": data.delta})
+                    elif kind == "response.output_item.done" and data.item.type == "function_call":
+                        open_calls.remove(data.item.call_id)
+                        emit({"type": "tool_call_end", "call_id": data.item.call_id})
                     elif kind == "response.output_text.delta":
-                        close_calls()
                         emit({"type": "text", "text": data.delta})
                     elif kind in ("response.reasoning_text.delta",
                                   "response.reasoning_summary_text.delta"):
                         emit({"type": "reasoning", "text": data.delta})
-                    elif kind == "response.completed":
-                        close_calls()
                 elif event.type == "run_item_stream_event" and event.name == "tool_output":
-                    close_calls()
                     raw = event.item.raw_item
                     call_id = raw["call_id"] if isinstance(raw, dict) else raw.call_id
                     emit({"type": "tool_result", "call_id": call_id,
                           "name": names.get(call_id), "result": str(event.item.output)})
-            close_calls()
-            self.interruptions = list(result.interruptions)
-            for item in self.interruptions:
+            interruptions = list(result.interruptions)
+            for item in interruptions:
                 raw = item.raw_item
+                self.handles[raw.call_id] = item
                 emit({"type": "approval_request", "call_id": raw.call_id, "name": raw.name,
                       "arguments": _parse(raw.arguments),
                       "description": self.specs.get(raw.name, {}).get("description")})
@@ -167,9 +207,12 @@ class OpenAIAgents(Peer):
             usage = ({"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
                       "total_tokens": u.total_tokens} if u.requests else None)
             emit({"type": "finish", "usage": usage,
-                  "finish_reason": "awaiting_approval" if self.interruptions else "stop"})
+                  "finish_reason": "awaiting_approval" if interruptions else "stop"})
             self.items = result.to_input_list()
-            self.state = result.to_state() if self.interruptions else None
+            self.state, self.paused = result.to_state(), bool(interruptions)
+        except MaxTurnsExceeded:  # the SDK's max-rounds signal (README, "Mapping")
+            emit({"type": "finish", "finish_reason": "max_rounds", "usage": None})
+            self.items, self.state, self.paused = result.to_input_list(), None, False
         except Exception as exc:
             error = {"kind": error_kind(exc), "message": f"{type(exc).__name__}: {exc}"}
         return {"type": "end", "error": error, "history": self._history(),

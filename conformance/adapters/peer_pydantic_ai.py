@@ -5,8 +5,8 @@ replay server), run with ``run_stream_events``; each case tool is a ``Tool.from_
 with ``requires_approval=True`` where the case says so, and the agent's output types are
 ``[str, DeferredToolRequests]``. A run that stops for approval ends with a
 ``DeferredToolRequests`` output; the next run passes ``DeferredToolResults`` whose
-``approvals`` map each call id to ``True`` or ``ToolDenied(reason)`` (``ToolDenied()``,
-the framework's own text, without a reason). The session is ``result.all_messages()``
+``approvals`` map each call id to ``True`` or ``ToolDenied(message)`` with SPEC R7's
+text (the message is what the model gets). The session is ``result.all_messages()``
 as the next ``message_history``. Pydantic AI yields no single final finish, and it
 ends a call's part when the next part starts, not when the model's turn ends: the finish
 and the ``tool_call_end`` updates are derived (README, "Derived fields"); approval
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from importlib.metadata import version
 
-from conformance.adapters.common import Peer, error_kind, serve, tool_body
+from conformance.adapters.common import Peer, error_kind, rejection_text, serve, tool_body
 
 VERSION = f"pydantic-ai-slim {version('pydantic-ai-slim')}"
 
@@ -97,6 +97,7 @@ class PydanticAI(Peer):
         self.messages: list = []
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
                 "derives": ["tool_call_end", "finish"],
+                "configured": ["rejection text: ToolDenied(message=...)"],
                 "cannot": {
                     "duplicate_approvals": "DeferredToolResults.approvals is a dict keyed "
                                            "by call id: one answer per call",
@@ -124,9 +125,9 @@ class PydanticAI(Peer):
         prompts = [m.get("content") or "" for m in message.get("input", [])]
         history += [ModelRequest(parts=[UserPromptPart(p)]) for p in prompts[:-1]]
         approvals = message.get("approvals") or []
+        # ToolDenied(message) is the text the model gets: SPEC R7's (README, "Mapping")
         results = DeferredToolResults(approvals={
-            a["call_id"]: True if a["approved"] else (
-                ToolDenied(a["reason"]) if a.get("reason") is not None else ToolDenied())
+            a["call_id"]: True if a["approved"] else ToolDenied(rejection_text(a.get("reason")))
             for a in approvals}) if approvals else None
         limits = UsageLimits(request_limit=options["max_rounds"]) if "max_rounds" in options \
             else None
