@@ -1,10 +1,11 @@
 """``make conformance-peers``: run the peer adapters of conformance/adapters and write
-conformance/PEERS.md — per peer and version the outcomes per suite, every failing case
-as "deviates from Rn: what it does", every skip with its reason.
+conformance/PEERS.md — per peer and version the outcomes per suite, what the adapter
+configured, every failing case as "breaks Rn: its first difference" with the variant that
+isolates the rule and the framework's source (conformance/findings.py), every skip with
+its reason.
 
 Run from the repository root in .conformance-venv (the peers' pinned versions are in
-conformance/adapters/requirements.txt). A peer's deviations are what its failing cases
-show; the first rule a case lists is the one it measures (README, "A case").
+conformance/adapters/requirements.txt and conformance/adapters/node/package.json).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from .findings import VARIANTS, classify
 from .loader import load_cases
 from .report import counts
 from .runner import Adapter, run_all
@@ -44,21 +46,38 @@ OUT = Path(__file__).resolve().parent / "PEERS.md"
 
 def section(name: str, outcomes) -> list[str]:
     version = next((o.implementation for o in outcomes if o.implementation), "unknown")
+    status = {o.case_id: o.status for o in outcomes}
     lines = [f"## {name}", "", f"Version: {version}.", "",
              "| suite | passed | failed | skipped |", "|---|---|---|---|"]
     for suite, c in counts(outcomes, lambda o: [o.suite]).items():
         lines.append(f"| {suite} | {c['pass']} | {c['fail']} | {c['skip']} |")
+    configured = next((o.configured for o in outcomes if o.configured), ())
+    if configured:
+        lines += ["", "Configured through the framework's own parameters (README, \"Mapping a "
+                      "framework\"):", ""] + [f"- {c}" for c in configured]
     failed = [o for o in outcomes if o.status == "fail"]
     if failed:
-        lines += ["", "Deviations (each backed by its failing case):", ""]
+        lines += ["", "Deviations (each: the rule its first difference breaks, that "
+                      "difference, the variant that isolates the rule, the evidence):", ""]
         for o in failed:
+            rule, evidence = classify(name, o.case_id, o.rules, o.detail)
             what = o.detail.splitlines()[0].replace("|", "\\|")
-            lines.append(f"- `{o.case_id}` deviates from {o.rules[0] if o.rules else '?'}: "
-                         f"{what}")
-    skipped = [o for o in outcomes if o.status == "skip"]
+            lines.append(f"- `{o.case_id}` breaks {rule}: {what}")
+            base, variant = VARIANTS.get(rule, (None, None))
+            if base and status.get(base) == "pass" and status.get(variant) == "fail":
+                lines.append(f"  - variant: `{base}` passes, `{variant}` (which differs in "
+                             f"{rule} only) fails")
+            elif base:
+                lines.append(f"  - variant: not isolated here (`{base}` {status.get(base)}, "
+                             f"`{variant}` {status.get(variant)})")
+            lines.append(f"  - evidence: {evidence}")
+    skipped = [o for o in outcomes if o.status == "skip" and o.suite == "core"]
     if skipped:
-        lines += ["", "Skipped:", ""]
+        lines += ["", "Skipped (core):", ""]
         lines += [f"- `{o.case_id}`: {o.detail}" for o in skipped]
+    other = sum(o.status == "skip" and o.suite != "core" for o in outcomes)
+    if other:
+        lines += ["", f"{other} `agentflow`-suite cases skipped (suite not declared)."]
     derived = [o for o in outcomes if o.derived]
     if derived:
         lines += ["", f"Passing cases that differ only in fields the adapter derives: "
@@ -72,8 +91,10 @@ def main(argv=None) -> int:
     lines = ["# The peers, through the conformance suite", "",
              "Written by `make conformance-peers` (conformance/peers.py); do not edit by "
              "hand. Each peer runs behind its adapter in `conformance/adapters/`, at the "
-             "versions pinned in `conformance/adapters/requirements.txt`. A deviation is the "
-             "first difference of a failing case, under the rule that case measures; a skip "
+             "versions pinned in `conformance/adapters/requirements.txt` and "
+             "`conformance/adapters/node/package.json`. A deviation is the first difference "
+             "of a failing case, under the rule that difference breaks "
+             "(`conformance/findings.py`); a skip "
              "is the adapter's declaration that the framework cannot express the case "
              "(`conformance/README.md`, \"Suites, features and derived fields\").", ""]
     for name, module in PEERS:

@@ -367,3 +367,22 @@ def test_repeat_reports_a_case_whose_verdict_varies(capsys):
     [varying] = run_repeated(EveryOtherRunFails, [by_id["001-approve"]], 3)
     assert varying.status == "fail"
     assert varying.detail.startswith("the verdict varies over 3 runs (fail 1, pass 2); run 2: ")
+
+
+def test_a_peers_deviation_is_filed_under_the_rule_its_first_difference_breaks():
+    """PEERS.md (SPEC §8): a rejection text that differs is R7 whatever the case is
+    about; a sibling that ran is R5; a tool-error text is R13's; an answer not refused
+    is R11; otherwise the case's own rule."""
+    from conformance.findings import rule_broken
+    text = ('turn 2, model call 1 (request 2 of the case): messages[3].content: expected '
+            '"Rejected: keep the logs", got "keep the logs"')
+    assert rule_broken("006-two-approvals-one-each", ("R3", "R4"), text) == "R7"
+    ran = ('turn 2, model call 1 (request 2 of the case): messages[2].content: expected '
+           '"Rejected: User denied", got "{\\"text\\":\\"Freeing disk space\\"}"')
+    assert rule_broken("007-mixed-batch-sibling", ("R3", "R5"), ran) == "R5"
+    failed = ('turn 1, model call 2 (request 2 of the case): messages[2].content: expected '
+              '"Error: ValueError: disk on fire", got "disk on fire"')
+    assert rule_broken("033-r13-success-resets-the-count", ("R13",), failed) == "R13 (error text)"
+    assert rule_broken("013-not-paused", ("R11",),
+                       "turn 2: error: expected ApprovalError, got no error") == "R11"
+    assert rule_broken("020-max-rounds", ("R8",), "turn 1: updates[3]: …") == "R8"
