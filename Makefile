@@ -61,7 +61,8 @@ bench: $(BENCH_STAMP)
 	cd bench && ../$(BENCH_VENV)/bin/python run.py
 
 # The peers' adapters (conformance/adapters), in their own .conformance-venv; never run
-# by make test. Writes conformance/PEERS.md.
+# by make test. Writes conformance/PEERS.md; `make conformance-peers ARGS=peer_ai_sdk.js` re-runs
+# one peer (the others keep the outcomes of their last run, in conformance/.peers/).
 PEERS_VENV := .conformance-venv
 PEERS_STAMP := $(PEERS_VENV)/.installed
 

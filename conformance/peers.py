@@ -10,7 +10,9 @@ conformance/adapters/requirements.txt and conformance/adapters/node/package.json
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ from pathlib import Path
 from .findings import VARIANTS, classify
 from .loader import load_cases
 from .report import counts
-from .runner import Adapter, run_all
+from .runner import Adapter, Outcome, run_all
 
 NODE = Path(__file__).resolve().parent / "adapters" / "node"
 PEERS = [  # (name, adapter: a Python module, or a Node script in adapters/node)
@@ -42,6 +44,7 @@ def command(adapter: str) -> str | None:
         return None
     return f"{sys.executable} -m {adapter}"
 OUT = Path(__file__).resolve().parent / "PEERS.md"
+SAVED = OUT.parent / ".peers"  # each peer's last outcomes, so one peer can be re-run alone
 
 
 def section(name: str, outcomes) -> list[str]:
@@ -86,8 +89,12 @@ def section(name: str, outcomes) -> list[str]:
 
 
 def main(argv=None) -> int:
+    """Run the peers named in ``argv`` (adapter names as in ``PEERS``; all when none) and
+    write PEERS.md from the outcomes of every peer: a peer not run this time keeps the
+    outcomes saved by its last run (git-ignored ``conformance/.peers/``)."""
     wanted = (argv if argv is not None else sys.argv[1:]) or [m for _, m in PEERS]
     cases = load_cases()
+    SAVED.mkdir(exist_ok=True)
     lines = ["# The peers, through the conformance suite", "",
              "Written by `make conformance-peers` (conformance/peers.py); do not edit by "
              "hand. Each peer runs behind its adapter in `conformance/adapters/`, at the "
@@ -98,16 +105,24 @@ def main(argv=None) -> int:
              "is the adapter's declaration that the framework cannot express the case "
              "(`conformance/README.md`, \"Suites, features and derived fields\").", ""]
     for name, module in PEERS:
-        if module not in wanted:
-            continue
-        start = command(module)
-        if start is None:
-            print(f"{name}: not installed ({module})")
+        saved = SAVED / f"{module}.json"
+        if module in wanted:
+            start = command(module)
+            if start is None:
+                print(f"{name}: not installed ({module})")
+                saved.unlink(missing_ok=True)
+            else:
+                outcomes = run_all(lambda: Adapter(start), cases)
+                c = counts(outcomes, lambda o: ["all"])["all"]
+                print(f"{name}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped")
+                saved.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]),
+                                 encoding="utf-8")
+        if not saved.exists():
             lines += [f"## {name}", "", f"Not installed (`{module}`); not measured.", ""]
             continue
-        outcomes = run_all(lambda: Adapter(start), cases)
-        c = counts(outcomes, lambda o: ["all"])["all"]
-        print(f"{name}: {c['pass']} passed, {c['fail']} failed, {c['skip']} skipped")
+        outcomes = [Outcome(**{**o, "rules": tuple(o["rules"]), "derived": tuple(o["derived"]),
+                               "configured": tuple(o.get("configured", ()))})
+                    for o in json.loads(saved.read_text(encoding="utf-8"))]
         lines += section(name, outcomes)
     OUT.write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {OUT}")
