@@ -98,7 +98,9 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "a failed first call leaves the user message in the thread",
     ("LangChain (HumanInTheLoopMiddleware)", "R14"):
         "langgraph ToolNode answers an unknown tool `Error: <name> is not a valid tool, try "
-        "one of [...]`, and a call cut off by `length` is still executed (024)",
+        "one of [...]`; langchain_core/messages/ai.py builds a streamed call's arguments "
+        "with `parse_partial_json`, so cut-off JSON (`{\"text\": \"unterminated`) is "
+        "completed and run (019), and calls cut off by `length` are executed (024)",
 }
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough

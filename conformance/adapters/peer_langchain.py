@@ -156,10 +156,11 @@ class LangChain:
                     if "__interrupt__" in data:
                         interrupted = data["__interrupt__"][0].value
                     continue
-                chunk, _meta = data
+                chunk, meta = data
                 if isinstance(chunk, AIMessageChunk):
-                    if chunk.id != turn:  # a new model turn: its calls' indexes restart
-                        turn, calls = chunk.id, {}
+                    step = (meta.get("langgraph_step"), chunk.id)
+                    if step != turn:  # a new model turn: its calls' indexes restart
+                        turn, calls = step, {}
                     if chunk.content and isinstance(chunk.content, str):
                         send({"type": "text", "text": chunk.content})
                     for part in chunk.tool_call_chunks or []:
