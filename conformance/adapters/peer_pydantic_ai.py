@@ -101,8 +101,10 @@ class PydanticAI(Peer):
                 "cannot": {
                     "duplicate_approvals": "DeferredToolResults.approvals is a dict keyed "
                                            "by call id: one answer per call",
-                    "context_providers": "not mapped by this adapter (Pydantic AI's dynamic "
-                                         "instructions differ in shape)"}}
+                    "context_providers": "Agent(instructions=...) takes the texts, but this "
+                                         "version's Agent has no history_processors "
+                                         "parameter to add messages before the history "
+                                         "(its capabilities= API not yet examined)"}}
 
     def _reload(self) -> None:
         from pydantic_ai.messages import ModelMessagesTypeAdapter
