@@ -17,10 +17,13 @@ hang the suite.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -44,6 +47,9 @@ class PtyProcess:
 
     def __init__(self, args, cwd, env):
         self.master, slave = os.openpty()
+        # A wide window: readline on a dumb terminal scrolls a line longer than the
+        # width sideways, which would cut the prompts the tests read.
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", _EXEC_ON_CONTROLLING_TTY, *args], cwd=cwd, env=env,

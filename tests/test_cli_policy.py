@@ -170,7 +170,8 @@ def test_a_policy_file_that_cannot_be_read_is_a_usage_error_naming_the_flag(
 
 
 def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_path):
-    """``e`` on a one-line command asks for the new command; on other arguments it
+    """``e`` on a one-line command is edited on the prompt line, starting from the
+    current command (issue 24: pre-filled); on other arguments it
     opens $EDITOR on their JSON. Either way the diff is shown before anything runs,
     the edited call runs, the history shows it and the audit keeps both digests."""
     editor = (f"{shlex.quote(sys.executable)} -c \"import json, sys; p = sys.argv[1]; "
@@ -186,11 +187,11 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
     assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "rm -rf build",
                                                                          of="1 of 2"))
     chat.send("e")
-    assert chat.expect("(empty: keep): ") == ("e\n  command: rm -rf build\n"
-                                              "  new command (empty: keep): ")
+    chat.expect("e\n  command: ")
+    chat.expect("rm -rf build")  # the line starts as the current command (readline)
+    chat.send_raw(b"\x15")  # Ctrl-U: the line is emptied
     chat.send("echo kept build")
-    assert chat.expect("(back): ") == (
-        "echo kept build\n"
+    assert chat.expect("(back): ").split("echo kept build\n", 1)[1] == (
         "--- arguments (model)\n"
         "+++ arguments (edited)\n"
         "@@ -1,3 +1,3 @@\n"

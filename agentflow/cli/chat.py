@@ -45,7 +45,7 @@ from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
 from .settings import ALWAYS, chat_settings, sign_settings, tool_names, user_name
-from .terminal import Quit, read
+from .terminal import Quit, line_editing, read
 
 __all__ = ["Chat", "UsageError", "add_arguments", "main"]
 
@@ -453,6 +453,8 @@ def main(args) -> int:
         return status
 
     interactive = sys.stdin.isatty() and not args.json
+    if interactive:
+        line_editing()
     try:
         check_flags(args)
         with contextlib.ExitStack() as stack:

@@ -7,14 +7,16 @@ import json
 import os
 import shlex
 
+from ..display import needs_escaping, safe_text
 from ..types import ToolApprovalResponse
-from .terminal import read
+from .terminal import read, read_prefilled
 
 
 def edit(chat, request, approver) -> ToolApprovalResponse | None:
     """[e]: edit a call's arguments, show the diff, and approve the edited call
-    (SPEC R20). A lone one-line subject is typed at the prompt; anything else
-    opens the editor.
+    (SPEC R20). A lone one-line subject is edited on the prompt line, starting from
+    its current value; anything else (several lines, control characters, other
+    arguments) opens the editor.
 
     Args:
         chat: the ``Chat``.
@@ -37,9 +39,11 @@ def edit(chat, request, approver) -> ToolApprovalResponse | None:
         return None
     subject = tool.subject
     value = request.arguments.get(subject) if subject else None
-    if isinstance(value, str) and "\n" not in value and len(request.arguments) == 1:
-        chat.say(f"  {subject}: {value}")
-        typed = read(chat.say, f"  new {subject} (empty: keep): ")
+    # A line holding control characters cannot be shown as it is, so it is never put
+    # on the prompt line to edit (SPEC R25): the editor gets it, as JSON.
+    if (isinstance(value, str) and len(request.arguments) == 1
+            and not needs_escaping(value)):
+        typed = read_prefilled(chat.say, f"  {safe_text(subject)}: ", value)
         edited = {subject: typed} if typed.strip() else dict(request.arguments)
     else:
         edited = edit_in_editor(request.arguments, chat.say)
