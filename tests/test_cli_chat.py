@@ -21,6 +21,7 @@ import sys
 
 import pytest
 
+from agentflow.cli.repl import BANNER
 from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 
 from helpers_cli import (ALL_TOOLS, KEY, PROMPT, REPO, RUN_COMMAND_DESCRIPTION, SANDBOXED,
@@ -166,7 +167,7 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
     chat.send("")
     assert chat.expect("you> ") == ("\n  [run_command] Rejected: User denied\n"
                                     "assistant> Three.\nyou> ")
-    chat.send("")
+    chat.send("exit")
     assert chat.wait() == 0
     assert chat.text.count("approve? ") == 3  # call_1, call_3, call_5; never 2 or 4
 
@@ -220,10 +221,8 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
     assert second.expect("you> ") == ("y\n"
                                       "  [run_command] exit status 0 ⏎ resumed\n"
                                       "assistant> It said resumed.\n"
-                                      "agentflow chat — empty line or Ctrl-D to leave; "
-                                      "Ctrl-C stops a reply, a second Ctrl-C leaves.\n"
-                                      "you> ")
-    second.send("")
+                                      + BANNER + "\nyou> ")
+    second.send("quit")
     assert second.wait() == 0
 
     assert len(server.requests) == 2
@@ -283,8 +282,7 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     session = tmp_path / "s.json"
 
     chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
-    assert chat.expect("you> ") == ("agentflow chat — empty line or Ctrl-D to leave; Ctrl-C "
-                                    "stops a reply, a second Ctrl-C leaves.\nyou> ")
+    assert chat.expect("you> ") == BANNER + "\nyou> "
     chat.send("hi")
     assert chat.expect("you> ") == "hi\nassistant> Hello there.\nyou> "
     chat.send("tell me more")

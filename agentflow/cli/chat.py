@@ -40,12 +40,13 @@ from .flags import (EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED, EXIT_USA
 from .pause import paused
 from .policies import policy_layers
 from .prompt import ask
+from .repl import repl
 from .render import Output, result_line, show_request, summary
 from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
 from .settings import ALWAYS, chat_settings, sign_settings, tool_names, user_name
-from .terminal import Quit, line_editing, read
+from .terminal import Quit, line_editing, read, with_piped_input
 
 __all__ = ["Chat", "UsageError", "add_arguments", "main"]
 
@@ -166,7 +167,7 @@ class Chat:
         requests, finish, in_text = [], None, False
         try:
             for update in updates:
-                if self.args.json:
+                if self.args.json and not self._answered_unasked(update):
                     self.out.emit(update_to_json(update))
                 if isinstance(update, TextDelta):
                     if not in_text:
@@ -206,6 +207,12 @@ class Chat:
             self.say(f"(finish: {finish.finish_reason.value})")
         return finish, requests
 
+    def _answered_unasked(self, update) -> bool:
+        """Whether ``update`` is a pause that --approve-all / --deny-all answers at once:
+        ``--json`` leaves it out, so the output ends with one closing object."""
+        return (isinstance(update, Finish) and (self.args.approve_all or self.args.deny_all)
+                and update.finish_reason is FinishReason.AWAITING_APPROVAL)
+
     def converse(self, messages, responses=()) -> int:
         """Run, answer approval requests, resume, until the model is done or the run
         pauses for good.
@@ -227,18 +234,32 @@ class Chat:
                 return EXIT_INTERRUPTED
             if finish.finish_reason is not FinishReason.AWAITING_APPROVAL:
                 return EXIT_OK
-            try:
-                responses = self.decide(requests)
-            except KeyboardInterrupt:
-                self.save()
-                self.say("\n(stopped by Ctrl-C at the approval prompt: nothing ran)")
-                paused(self)
-                return EXIT_INTERRUPTED
-            if responses is None:
-                return paused(self)
+            responses = self.answer(requests)
+            if isinstance(responses, int):
+                return responses
             messages = []
 
     # -- approvals -------------------------------------------------------------------------
+
+    def answer(self, requests) -> list[ToolApprovalResponse] | int:
+        """``decide``, and the pause summary when the calls are left waiting: the same
+        for q, Ctrl-D and Ctrl-C at the prompt.
+
+        Args:
+            requests: the ``ToolApprovalRequest`` list, in call order.
+
+        Returns:
+            list[ToolApprovalResponse] | int: the answers, or the exit status
+            (``EXIT_PAUSED``; ``EXIT_INTERRUPTED`` after Ctrl-C).
+        """
+        try:
+            responses = self.decide(requests)
+        except KeyboardInterrupt:
+            self.save()
+            self.say("\n(stopped by Ctrl-C at the approval prompt: nothing ran)")
+            paused(self)
+            return EXIT_INTERRUPTED
+        return paused(self) if responses is None else responses
 
     def decide(self, requests) -> list[ToolApprovalResponse] | None:
         """Answer approval requests: by ``--approve-all`` / ``--deny-all``, else at the
@@ -371,9 +392,9 @@ class Chat:
                              "the calls that wait first.")
                 return paused(self)
             self.say("This session is paused; answer its pending calls first.")
-            responses = self.decide(self.pending_requests())
-            if responses is None:
-                return paused(self)
+            responses = self.answer(self.pending_requests())
+            if isinstance(responses, int):
+                return responses
             status = self.converse([], responses)
             if status != EXIT_OK or not (self.interactive and not message):
                 return status
@@ -389,28 +410,12 @@ class Chat:
         return self.repl()
 
     def repl(self) -> int:
-        """The interactive prompt: one conversation until an empty line, Ctrl-D, a
-        Ctrl-C at the prompt, or a pause that is left unanswered.
+        """The interactive prompt (``repl.repl``).
 
         Returns:
             int: ``EXIT_OK``, ``EXIT_INTERRUPTED`` or ``EXIT_PAUSED``.
         """
-        self.say("agentflow chat — empty line or Ctrl-D to leave; Ctrl-C stops a reply, "
-                 "a second Ctrl-C leaves.")
-        while True:
-            try:
-                line = input("you> ")
-            except EOFError:
-                self.say()
-                return EXIT_OK
-            except KeyboardInterrupt:
-                self.say()
-                return EXIT_INTERRUPTED
-            if not line.strip():
-                return EXIT_OK
-            status = self.converse([line])
-            if status == EXIT_PAUSED:
-                return status
+        return repl(self)
 
 
 def cli_words(text: str) -> str:
@@ -443,7 +448,7 @@ def main(args) -> int:
         AgentflowError, ValueError, OSError: only with ``--debug``, to show the
             traceback.
     """
-    out = Output(args.json)
+    out = Output(args.json, colour=False if args.no_color else None)
 
     def fail(status: int, kind: str, message: str) -> int:
         if args.json:
@@ -457,6 +462,8 @@ def main(args) -> int:
         line_editing()
     try:
         check_flags(args)
+        if not args.respond:
+            args.message = with_piped_input(args.message)
         with contextlib.ExitStack() as stack:
             session = open_session(args, stack)
             servers = start_mcp_servers(args.mcp, stack, args.mcp_approval)
@@ -469,6 +476,8 @@ def main(args) -> int:
         if args.json:
             out.emit({"type": "interrupted", "message": "stopped by Ctrl-C"})
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader left (`| head`): main() exits quietly
+        raise
     except (AgentflowError, ValueError, OSError) as exc:
         if args.debug:
             raise

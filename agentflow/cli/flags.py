@@ -25,17 +25,19 @@ def add_arguments(parser) -> None:
     Args:
         parser: an ``argparse.ArgumentParser`` (the ``chat`` subcommand's).
     """
-    parser.add_argument("message", nargs="?", help="send this one message and stop (no prompt)")
+    parser.add_argument("message", nargs="?",
+                        help="send this one message and stop (no prompt); text piped to "
+                             "standard input is the message, or is added below it")
     parser.add_argument("--base-url", help="the API root, e.g. http://localhost:11434/v1 "
                                            "(default: $OPENAI_BASE_URL, else OpenAI)")
-    parser.add_argument("--model", help="model name (default gpt-4o-mini)")
+    parser.add_argument("-m", "--model", help="model name (default gpt-4o-mini)")
     parser.add_argument("--api-key-env", metavar="VAR",
                         help="environment variable holding the API key (default OPENAI_API_KEY)")
     parser.add_argument("--profile", choices=list(PROFILES),
                         help="the provider profile: what requests send back of what the "
                              "provider gave (default: guessed from the base URL, else openai)")
     parser.add_argument("--system", metavar="TEXT", help="the system prompt")
-    parser.add_argument("--session", metavar="FILE",
+    parser.add_argument("-s", "--session", metavar="FILE",
                         help="keep the conversation in FILE (locked, saved after every step); "
                              "it remembers the options above, so a later run needs only this")
     parser.add_argument("--store", metavar="URL",
@@ -87,6 +89,8 @@ def add_arguments(parser) -> None:
                         help="an approval policy (JSON: deny / ask / allow rules) checked "
                              f"first, before the session's grants, {PROJECT_FILE} and "
                              "~/.config/agentflow/policy.json")
+    parser.add_argument("--no-color", action="store_true",
+                        help="no colour, even on a terminal (so does NO_COLOR=1)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 

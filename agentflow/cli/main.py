@@ -28,7 +28,9 @@ def main(argv=None) -> int:
     """
     parser = argparse.ArgumentParser(prog="agentflow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"agentflow {__version__}")
+    commands = parser.add_subparsers(dest="command")
     from .chat import add_arguments
     chat = commands.add_parser(
         "chat", help="chat with any OpenAI-compatible endpoint; approve tool calls at a prompt",
@@ -71,6 +73,9 @@ def main(argv=None) -> int:
                        help="as agentflow chat --mcp-approval: override a server's "
                             "annotations")
     args = parser.parse_args(argv)
+    if args.command is None:  # a bare `agentflow`: what it can do, not a usage error
+        parser.print_help()
+        return 0
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
@@ -112,7 +117,12 @@ def _dispatch(args) -> int:
         from .pending import pending_command
         try:
             return pending_command(args.store, args.json)
-        except (AgentflowError, ValueError, OSError, ImportError) as exc:
+        except BrokenPipeError:
+            raise
+        except ValueError as exc:  # the --store value cannot be a store: bad usage
+            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
+            return 2
+        except (AgentflowError, OSError, ImportError) as exc:
             print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
             return 1
     if args.command == "policy":

@@ -7,7 +7,7 @@ import json
 import shlex
 
 from ..session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
-from ..errors import UsageError
+from ..errors import AgentflowError, UsageError
 
 
 def open_session(args, stack) -> AgentSession:
@@ -27,7 +27,12 @@ def open_session(args, stack) -> AgentSession:
     """
     if args.store:
         from ..stores import open_store
-        store = stack.enter_context(open_store(args.store))
+        try:
+            store = stack.enter_context(open_store(args.store))
+        except ValueError as exc:  # not a store URL: the flag's value is wrong
+            if isinstance(exc, AgentflowError):
+                raise
+            raise UsageError(f"--store: {exc}") from None
         return stack.enter_context(store.open(args.session))
     if args.session:
         try:

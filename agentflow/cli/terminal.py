@@ -70,3 +70,26 @@ def read_prefilled(say, prompt: str, text: str) -> str:
         return read(say, prompt)
     finally:
         readline.set_startup_hook(None)
+
+
+def with_piped_input(message: str | None) -> str | None:
+    """The message with what was piped to standard input: the piped text is the
+    message, or goes below the one given (``cat f | agentflow chat "summarise"``).
+
+    Args:
+        message: the message given as an argument (str), or ``None``.
+
+    Returns:
+        str | None: the message to send; ``message`` as it was when standard input is
+        a terminal or brought nothing.
+    """
+    import sys
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return message
+        piped = sys.stdin.read()
+    except (OSError, ValueError):  # closed, or not readable here: nothing was piped
+        return message
+    if not piped.strip():
+        return message
+    return piped if message is None else f"{message}\n\n{piped}"
