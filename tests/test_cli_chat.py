@@ -135,6 +135,7 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
     chat.send("second")
     shown = chat.expect("[q]uit: ")
     assert shown == ("second\n"
+                     "  → run_command $ echo two\n"
                      "  [run_command] exit status 0 ⏎ two\n"
                      "\n── approval needed ── call_3\n"
                      "tool:        write_file\n"
@@ -158,7 +159,8 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
                                     "assistant> Two is done.\n"
                                     "you> ")
     chat.send("third")
-    assert chat.expect("[q]uit: ") == ("third\n  [write_file] wrote 2 bytes to x.txt\n\n"
+    assert chat.expect("[q]uit: ") == ("third\n  → write_file x.txt\n"
+                                       "  [write_file] wrote 2 bytes to x.txt\n\n"
                                        + run_command_block(
                                            "call_5", "echo three", "run_command always "
                                            "asks; no allow rule matches this call"))
@@ -318,7 +320,8 @@ def test_approve_all_runs_the_call(server, tmp_path):
     server.queue(chat_stream("Done."))
     done = run_chat("--base-url", server.base_url, "--approve-all", "Say hi", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "  [run_command] exit status 0 ⏎ hi\nassistant> Done.\n"
+    assert done.stdout == ("  → run_command $ echo hi\n"
+                           "  [run_command] exit status 0 ⏎ hi\nassistant> Done.\n")
     assert server.requests[1].json["messages"][-1] == tool_message("call_1",
                                                                    "exit status 0\nhi\n")
 
@@ -328,7 +331,8 @@ def test_deny_all_rejects_the_call(server, tmp_path):
     server.queue(chat_stream("I did not."))
     done = run_chat("--base-url", server.base_url, "--deny-all", "Make a file", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == ("  [run_command] Rejected: denied by --deny-all\n"
+    assert done.stdout == ("  → run_command $ touch ran.txt\n"
+                           "  [run_command] Rejected: denied by --deny-all\n"
                            "assistant> I did not.\n")
     assert server.requests[1].json["messages"][-1] == tool_message(
         "call_1", "Rejected: denied by --deny-all")
@@ -354,7 +358,8 @@ def test_without_a_terminal_it_pauses_and_respond_yes_resumes(server, tmp_path):
     resumed = run_chat("--base-url", server.base_url, "--session", str(session),
                        "--respond", "call_1=yes", cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
-    assert resumed.stdout == ("  [run_command] exit status 0 ⏎ later\n"
+    assert resumed.stdout == ("  → run_command $ echo later\n"
+                              "  [run_command] exit status 0 ⏎ later\n"
                               "assistant> It said later.\n")
     assert server.requests[1].json["messages"] == [
         user("Run it"), assistant(None, call), tool_message("call_1", "exit status 0\nlater\n")]
@@ -376,7 +381,8 @@ def test_respond_no_with_reason_resumes_with_the_rejection(server, tmp_path):
     resumed = run_chat("--base-url", server.base_url, "--session", str(session),
                        "--respond", "call_1=no:too risky", cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
-    assert resumed.stdout == ("  [run_command] Rejected: too risky\n"
+    assert resumed.stdout == ("  → run_command $ touch ran.txt\n"
+                              "  [run_command] Rejected: too risky\n"
                               "assistant> Fine, I will not.\n")
     assert server.requests[1].json["messages"][-1] == tool_message("call_1",
                                                                    "Rejected: too risky")
@@ -411,7 +417,8 @@ def test_the_printed_resume_command_resumes_the_run(server, tmp_path):
 
     resumed = run_chat(*argv[2:], cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
-    assert resumed.stdout == "  [run_command] exit status 0 ⏎ hi\nassistant> Resumed.\n"
+    assert resumed.stdout == ("  → run_command $ echo hi\n"
+                              "  [run_command] exit status 0 ⏎ hi\nassistant> Resumed.\n")
     assert len(server.requests) == 2
     assert server.requests[1].json["model"] == "local-model"
 
@@ -624,7 +631,7 @@ def test_max_rounds_1_stops_after_one_round(server, tmp_path):
     server.queue(chat_stream("never sent"))
     done = run_chat("--base-url", server.base_url, "--max-rounds", "1", "List", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "  [list_dir] only.txt\n(finish: max_rounds)\n"
+    assert done.stdout == "  → list_dir .\n  [list_dir] only.txt\n(finish: max_rounds)\n"
     assert len(server.requests) == 1
 
 

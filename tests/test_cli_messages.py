@@ -196,8 +196,11 @@ def test_respond_says_which_waiting_calls_it_leaves_unanswered(paused, server):
     done = run_chat("--session", "s.json", "--respond", "call_1=no:not now", cwd=paused)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == ("(no --respond for call_2, call_3: rejected, as if you said no)\n"
+                           "  → run_command $ rm -rf build\n"
                            "  [run_command] Rejected: not now\n"
+                           "  → write_file notes.txt\n"
                            "  [write_file] Rejected: User denied\n"
+                           "  → write_file new.txt\n"
                            "  [write_file] Rejected: User denied\n"
                            "assistant> Fine, I left everything alone.\n")
     assert server.requests[0].json["messages"][-3:] == [

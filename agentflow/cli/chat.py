@@ -41,7 +41,7 @@ from .pause import paused
 from .policies import policy_layers
 from .prompt import ask
 from .repl import repl
-from .render import Output, result_line, show_request, summary
+from .render import Output, call_line, result_line, show_request, summary
 from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
@@ -77,6 +77,7 @@ class Chat:
         self.out = out or Output(args.json)
         self.say = self.out.say
         self.interactive = interactive
+        self.shown: set[str] = set()  # calls shown at the prompt in this process
         confirm = self.confirm if interactive else None
         settings = chat_settings(args, session, confirm)
         self.workspace = settings["workspace"]
@@ -182,6 +183,8 @@ class Chat:
                     continue
                 if isinstance(update, ToolResult):
                     self.save()
+                    if update.call_id not in self.shown:
+                        self.say(call_line(update.name, self.call_subject(update.call_id)))
                     self.say(result_line(update.name, update.result))
                 elif isinstance(update, ToolApprovalRequest):
                     requests.append(update)
@@ -295,13 +298,37 @@ class Chat:
         self.save()
         return responses
 
+    def call_subject(self, call_id: str) -> str:
+        """What a call of this run does, in one line, from the history: its subject
+        (``$ command``, the path), else its arguments as JSON.
+
+        Args:
+            call_id: the call's ``tool_call_id`` (str).
+
+        Returns:
+            str: the line, safe to show (SPEC R25); empty when the call is not found.
+        """
+        from ..gate import object_or_none
+        call = next((c for m in reversed(self.session.messages) for c in m.tool_calls
+                     if c.id == call_id), None)
+        if call is None:
+            return ""
+        arguments = object_or_none(call.arguments)
+        tool = self.tools.get(call.name)
+        value = (arguments or {}).get(tool.subject) if tool and tool.subject else None
+        if isinstance(value, str):
+            return safe_text(f"$ {value}" if tool.subject_kind == "shell" else value)
+        return summary(ToolApprovalRequest(call_id, call.name, arguments, ""))
+
     def show(self, request: ToolApprovalRequest, position: tuple[int, int] = (1, 1)) -> None:
-        """Print a call that waits (``render.show_request``).
+        """Print a call that waits (``render.show_request``); its result is then shown
+        without the call line.
 
         Args:
             request: the ``ToolApprovalRequest``.
             position: ``(number, count)`` among the calls that wait.
         """
+        self.shown.add(request.call_id)
         show_request(self.out, request, self.why(request),
                      self.preview_text(request.name, request.arguments), position)
 

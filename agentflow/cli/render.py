@@ -216,6 +216,20 @@ def summary(request: ToolApprovalRequest, summarized: str | None = None) -> str:
     return safe_text(json.dumps(request.arguments, ensure_ascii=False))
 
 
+def call_line(name: str, subject: str) -> str:
+    """A call that runs (or is refused) without a prompt, before its result: each shows
+    what it does, so two different denied commands do not look alike.
+
+    Args:
+        name: the tool's name (str).
+        subject: the call in one line (str, already safe: ``Chat.call_subject``).
+
+    Returns:
+        str: ``  → NAME SUBJECT``.
+    """
+    return f"  → {safe_text(name)} {subject}".rstrip()
+
+
 def result_line(name: str, result: str) -> str:
     """A tool result in one line of at most 200 characters.
 
