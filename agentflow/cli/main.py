@@ -4,6 +4,7 @@
     agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow pending --store URL [--json]         list the calls waiting for approval
+    agentflow show --session FILE [--store URL]    a saved conversation, its grants, what waits
     agentflow policy check 'TOOL(SUBJECT)'         which rule decides a call (--mcp: of MCP tools)
 """
 
@@ -54,6 +55,13 @@ def main(argv=None) -> int:
     pending.add_argument("--store", required=True, metavar="URL",
                          help="sqlite:///sessions.db, postgresql://… or file:///folder")
     pending.add_argument("--json", action="store_true", help="one JSON object a line")
+    show = commands.add_parser(
+        "show", help="print a saved conversation, its grants and the calls that wait "
+                     "(read only)")
+    show.add_argument("-s", "--session", required=True, metavar="FILE|ID",
+                      help="the session file, or with --store the session's id")
+    show.add_argument("--store", metavar="URL", help="sqlite:///sessions.db, postgresql://… "
+                                                    "or file:///folder")
     policy = commands.add_parser(
         "policy", help="test approval policy rules without running a model")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
@@ -125,6 +133,17 @@ def _dispatch(args) -> int:
         except (AgentflowError, OSError, ImportError) as exc:
             print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
             return 1
+    if args.command == "show":
+        from ..errors import AgentflowError
+        from .show import show_command
+        try:
+            return show_command(args.session, args.store)
+        except BrokenPipeError:
+            raise
+        except (AgentflowError, KeyError, ValueError, OSError, ImportError) as exc:
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            print(f"agentflow: {safe_text(str(message), multiline=True)}", file=sys.stderr)
+            return 2 if isinstance(exc, (KeyError, ValueError, FileNotFoundError)) else 1
     if args.command == "policy":
         from .policy_check import policy_check
         return policy_check(args.call, args.policy, args.mcp, args.mcp_approval)

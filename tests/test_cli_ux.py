@@ -1,0 +1,275 @@
+"""The chat people expect (issue 24, items 6-11): each friction a new user met, through
+the command (``tests/helpers_cli.py``: in-process, or the console script under
+``make test-slow``; on a terminal always a child)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from agentflow.cli.repl import BANNER
+from agentflow.testing.replay import ReplayServer, chat_stream
+
+from helpers_cli import (AGENTFLOW, PROMPT, REPO, TIMEOUT, calls_reply, child_env,
+                         ctrl_c_when_waiting, json_lines, pty_chat, run_agentflow, run_chat,
+                         saved)
+
+MCP_SERVER = REPO / "tests" / "mcp_server.py"
+
+
+@pytest.fixture
+def server():
+    with ReplayServer() as replay:
+        yield replay
+
+
+# -- flags ------------------------------------------------------------------------------------
+
+def test_version_and_help_on_a_bare_agentflow(tmp_path):
+    from agentflow import __version__
+    version = run_agentflow("--version", cwd=tmp_path)
+    assert (version.returncode, version.stdout) == (0, f"agentflow {__version__}\n")
+    bare = run_agentflow(cwd=tmp_path)
+    assert (bare.returncode, bare.stderr) == (0, "")
+    assert bare.stdout.startswith("usage: agentflow") and "agentflow chat [MESSAGE]" in bare.stdout
+
+
+def test_short_flags_m_and_s(server, tmp_path):
+    server.queue(chat_stream("Hi."))
+    done = run_chat("--base-url", server.base_url, "-m", "local-model", "-s", "s.json", "Hello",
+                    cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "assistant> Hi.\n")
+    assert server.requests[0].json["model"] == "local-model"
+    assert saved(tmp_path / "s.json")["state"]["chat"]["model"] == "local-model"
+
+
+@pytest.mark.parametrize("args, sent", [
+    ((), "line one\nline two\n"),
+    (("summarise",), "summarise\n\nline one\nline two\n"),
+])
+def test_piped_stdin_is_the_message_or_goes_below_it(server, tmp_path, args, sent):
+    server.queue(chat_stream("Done."))
+    done = run_agentflow("chat", "--base-url", server.base_url, *args, cwd=tmp_path,
+                         stdin=b"line one\nline two\n")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert server.requests[0].json["messages"][-1] == {"role": "user", "content": sent}
+
+
+@pytest.mark.parametrize("url", ["bogus://x", "sqlite://", "not a url"])
+def test_a_bad_store_value_exits_2(tmp_path, url):
+    chat = run_chat("--store", url, "--session", "s", "hi", cwd=tmp_path)
+    assert chat.returncode == 2 and chat.stderr.startswith("agentflow: --store: "), chat.stderr
+    pending = run_agentflow("pending", "--store", url, cwd=tmp_path)
+    assert pending.returncode == 2 and pending.stderr.startswith("agentflow: store "), \
+        pending.stderr
+
+
+def test_json_with_approve_all_ends_with_one_closing_object(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
+    server.queue(chat_stream("Done."))
+    done = run_chat("--base-url", server.base_url, "--json", "--approve-all", "Go", cwd=tmp_path)
+    finishes = [line for line in json_lines(done.stdout) if line["type"] == "finish"]
+    assert [f["finish_reason"] for f in finishes] == ["stop"]
+    assert json_lines(done.stdout)[-1]["type"] == "finish"
+
+
+# -- pending ------------------------------------------------------------------------------------
+
+def test_pending_columns_line_up_with_long_ids(server, tmp_path):
+    url = f"sqlite:///{tmp_path}/sessions.db"
+    long_id = "call_" + "x" * 40
+    server.queue(calls_reply((long_id, "run_command", {"command": "echo hi"})))
+    server.queue(calls_reply(("c2", "write_file", {"path": "a.txt", "content": "a"})))
+    run_chat("--base-url", server.base_url, "--store", url, "-s", "a-very-long-session-name-1",
+             "Go", cwd=tmp_path)
+    run_chat("--base-url", server.base_url, "--store", url, "-s", "s2", "Go", cwd=tmp_path)
+    done = run_agentflow("pending", "--store", url, cwd=tmp_path)
+    header, first, second = done.stdout.splitlines()[:3]
+    for column in ("SESSION", "CALL", "TOOL", "ARGUMENTS"):
+        at = header.index(column)
+        assert first[at - 2:at] == "  " and second[at - 2:at] == "  ", (column, done.stdout)
+        assert first[at] != " " and second[at] != " "
+    assert long_id in first and "a-very-long-session-name-1" in first
+
+
+def test_a_closed_pipe_exits_quietly(server, tmp_path):
+    """``agentflow pending --json | head -1`` printed ``[Errno 32] Broken pipe``."""
+    url = f"sqlite:///{tmp_path}/sessions.db"
+    for n in range(3):
+        server.queue(calls_reply((f"call_{n}", "run_command", {"command": "x" * 30000})))
+        run_chat("--base-url", server.base_url, "--store", url, "-s", f"s{n}", "Go",
+                 cwd=tmp_path)
+    for command in (f"{AGENTFLOW} pending --json --store {shlex.quote(url)} | head -c 10",
+                    f"{AGENTFLOW} show --store {shlex.quote(url)} -s s1 | head -c 10"):
+        done = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=child_env(),
+                              capture_output=True, text=True, timeout=TIMEOUT)
+        assert (len(done.stdout), done.stderr) == (10, ""), done.stderr
+
+
+# -- the resume line ----------------------------------------------------------------------------
+
+def test_the_resume_line_of_an_mcp_chat_carries_mcp_and_resumes(server, tmp_path):
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        assert os.environ.get("CI") != "true", "the mcp extra is missing in CI"
+        pytest.skip("needs the mcp extra (pip install '.[mcp]')")
+    spec = f"notes={shlex.quote(sys.executable)} {shlex.quote(str(MCP_SERVER))} notes " \
+           f"{shlex.quote(str(tmp_path))} stdio"
+    server.queue(calls_reply(("call_1", "notes__write_note", {"name": "a", "text": "b"})))
+    server.queue(chat_stream("Written."))
+    paused = run_chat("--base-url", server.base_url, "--tools", "none", "--mcp", spec,
+                      "-s", "s.json", "--command-timeout", "5", "Note", cwd=tmp_path)
+    assert paused.returncode == 3, paused.stderr
+    printed = paused.stdout.split("Resume with: ", 1)[1].splitlines()[0]
+    argv = shlex.split(printed)
+    assert argv[argv.index("--mcp") + 1] == spec and "--command-timeout" in argv
+    resumed = run_agentflow(*argv[1:], cwd=tmp_path)
+    assert (resumed.returncode, resumed.stderr) == (0, "")
+    assert resumed.stdout.endswith("assistant> Written.\n")
+
+
+# -- show ------------------------------------------------------------------------------------
+
+def test_show_prints_a_saved_conversation_its_grants_and_what_waits(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo \x1b[2Jhi"})))
+    server.queue(chat_stream("Said hi."))
+    server.queue(calls_reply(("call_2", "write_file", {"path": "n.txt", "content": "x"})))
+    run_chat("--base-url", server.base_url, "-s", "s.json", "--approve-all", "Say hi",
+             cwd=tmp_path)
+    run_chat("--base-url", server.base_url, "-s", "s.json", "Write", cwd=tmp_path)
+    done = run_agentflow("show", "-s", "s.json", cwd=tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == (
+        "user> Say hi\n"
+        '  → call_1 run_command {"command": "echo \\u001b[2Jhi"}\n'
+        "  [call_1] exit status 0 ⏎ \\x1b[2Jhi\n"
+        "assistant> Said hi.\n"
+        "user> Write\n"
+        '  → call_2 write_file {"path": "n.txt", "content": "x"}\n'
+        "grants: none\n"
+        "waiting for approval:\n"
+        "  call_2  write_file  (write_file always asks)\n")
+    missing = run_agentflow("show", "-s", "nope.json", cwd=tmp_path)
+    assert missing.returncode == 2 and "nope.json" in missing.stderr
+
+
+# -- the prompt, on a terminal -----------------------------------------------------------------
+
+def test_the_prompt_ignores_an_empty_line_and_leaves_on_exit(server, tmp_path):
+    server.queue(chat_stream("One."))
+    chat = pty_chat("--base-url", server.base_url, cwd=tmp_path)
+    chat.expect(BANNER + "\n")
+    chat.expect("you> ")
+    chat.send("")
+    chat.expect("you> ")
+    chat.send("/help")
+    assert "/permissions revoke N" in chat.expect("you> ")
+    chat.send("hello")
+    chat.expect("assistant> One.\n")
+    chat.expect("you> ")
+    chat.send("exit")
+    assert chat.wait() == 0
+    assert len(server.requests) == 1  # neither the empty line, /help nor exit was sent
+
+
+def test_several_lines_are_one_message(server, tmp_path):
+    server.queue(chat_stream("A."))
+    server.queue(chat_stream("B."))
+    chat = pty_chat("--base-url", server.base_url, cwd=tmp_path)
+    chat.expect("you> ")
+    chat.send("first \\")
+    chat.expect("... ")
+    chat.send("second")
+    chat.expect("assistant> A.\n")
+    chat.expect("you> ")
+    chat.send_raw(b"one\ntwo\nthree\n")  # a paste: what arrives at once
+    chat.expect("assistant> B.\n")
+    chat.expect("you> ")
+    chat.send("quit")
+    assert chat.wait() == 0
+    assert [r.json["messages"][-1]["content"] for r in server.requests] == [
+        "first \nsecond", "one\ntwo\nthree"]
+
+
+def test_permissions_lists_grants_and_revoke_takes_one_back(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
+    server.queue(chat_stream("Done."))
+    server.queue(calls_reply(("call_2", "run_command", {"command": "echo hi"})))
+    chat = pty_chat("--base-url", server.base_url, "-s", "s.json", cwd=tmp_path)
+    chat.expect("you> ")
+    chat.send("go")
+    chat.expect(PROMPT)
+    chat.send("a")
+    chat.expect("[b]ack: ")
+    chat.send("s")
+    chat.expect("you> ")
+    chat.send("/permissions")
+    listing = chat.expect("you> ")
+    assert "  session grants:\n    1. allow  run_command(echo hi)  (granted at call call_1, by " \
+        "tester)\n" in listing
+    chat.send("/permissions revoke 1")
+    assert "revoked: allow run_command(echo hi); such calls ask again" in chat.expect("you> ")
+    assert saved(tmp_path / "s.json")["approvals"].get("grants", []) == []
+    chat.send("again")
+    chat.expect(PROMPT)  # the same call asks again
+    chat.send("q")
+    assert chat.wait() == 3
+
+
+def test_ctrl_c_at_the_prompt_of_a_paused_session_says_how_to_resume(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
+    run_chat("--base-url", server.base_url, "-s", "s.json", "Go", cwd=tmp_path)
+    chat = pty_chat("-s", "s.json", cwd=tmp_path, env=child_env(OPENAI_BASE_URL=server.base_url))
+    chat.expect(PROMPT)
+    ctrl_c_when_waiting(chat)
+    rest = chat.expect("--respond call_1=yes\n")
+    assert "(stopped by Ctrl-C at the approval prompt: nothing ran)" in rest
+    assert chat.wait() == 130
+
+
+def test_e_on_a_command_with_control_characters_opens_the_editor(server, tmp_path):
+    editor = (f"{shlex.quote(sys.executable)} -c \"import json, sys; p = sys.argv[1]; "
+              "d = json.load(open(p)); d['command'] = 'echo clean'; json.dump(d, open(p, 'w'))\"")
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo \x1b[2Khi"})))
+    server.queue(chat_stream("Ran."))
+    chat = pty_chat("--base-url", server.base_url, "Go", cwd=tmp_path,
+                    env=child_env(EDITOR=editor))
+    chat.expect(PROMPT)
+    chat.send("e")
+    shown = chat.expect("(back): ")
+    assert "command: " not in shown  # never put on the prompt line
+    assert '+  "command": "echo clean"' in shown
+    chat.send("y")
+    assert chat.wait() == 0
+    assert "exit status 0 ⏎ clean" in chat.text
+
+
+@pytest.mark.parametrize("extra, env, coloured", [
+    ((), {"TERM": "xterm-256color"}, True),
+    (("--no-color",), {"TERM": "xterm-256color"}, False),
+    ((), {"TERM": "xterm-256color", "NO_COLOR": "1"}, False),
+])
+def test_colour_on_a_terminal_unless_no_color(server, tmp_path, extra, env, coloured):
+    (tmp_path / "n.txt").write_text("old\n")
+    server.queue(calls_reply(("call_1", "write_file", {"path": "n.txt", "content": "new\n"})))
+    chat = pty_chat("--base-url", server.base_url, *extra, "Edit", cwd=tmp_path,
+                    env=child_env(**env))
+    shown = chat.expect(PROMPT)
+    assert ("\x1b[32m+new\x1b[0m" in shown) is coloured
+    assert ("\x1b[31m-old\x1b[0m" in shown) is coloured
+    assert ("\x1b[" in shown.replace("\x1b[?2004h", "").replace("\x1b[?1034h", "")) is coloured
+    chat.send("q")
+    assert chat.wait() == 3
+
+
+def test_no_colour_without_a_terminal(server, tmp_path):
+    (tmp_path / "n.txt").write_text("old\n")
+    server.queue(calls_reply(("call_1", "write_file", {"path": "n.txt", "content": "new\n"})))
+    done = run_chat("--base-url", server.base_url, "Edit", cwd=tmp_path,
+                    env=child_env(TERM="xterm-256color"))
+    assert done.returncode == 3 and "\x1b" not in done.stdout
