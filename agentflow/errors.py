@@ -6,7 +6,15 @@ None of them ever carries the API key: provider messages are scrubbed of it befo
 they are stored (SPEC §6, last item). The tree::
 
     AgentflowError
-    ├── ProviderError                   the model provider failed (status, code, message)
+    ├── ProviderError                   the model provider failed (status_code, code, message)
+    │   ├── BadRequestError             HTTP 400 (and other 4xx without their own class)
+    │   ├── AuthenticationError         HTTP 401, or no key for an endpoint that needs one
+    │   ├── PermissionDeniedError       HTTP 403
+    │   ├── NotFoundError               HTTP 404 (a model or URL the server lacks)
+    │   ├── ConflictError               HTTP 409
+    │   ├── UnprocessableEntityError    HTTP 422
+    │   ├── RateLimitError              HTTP 429 (retry_after: what the server asked)
+    │   ├── InternalServerError         HTTP 5xx
     │   ├── ProviderTimeoutError        silent for longer than a timeout
     │   └── IncompleteStreamError       the stream ended before the turn did
     ├── ApprovalError                   answers that do not fit the pause (call_ids)
@@ -45,17 +53,24 @@ class ProviderError(AgentflowError):
             ``None``.
         retryable: whether the status says a later try may succeed (408, 409, 429,
             5xx); ``False`` without a status.
+        status_code: the same as ``status`` (the openai SDK's name).
+        retry_after: the seconds (float) the server asked to wait before another try
+            (``retry-after-ms`` or ``Retry-After``), or ``None``.
+        attempts: how many requests were made (int, 1 + the retries) before giving up.
 
-    Raised by ``OpenAIChatClient.run``; when it is raised nothing of the failed model
-    turn is persisted to the session (SPEC R10).
+    Raised by ``OpenAIChatClient.run``, as the subclass of its status (``provider_error``);
+    when it is raised nothing of the failed model turn is persisted to the session
+    (SPEC R10).
     """
 
     def __init__(self, message: str, *, status: int | None = None, code=None,
-                 headers=None):
-        self.status = status
+                 headers=None, retry_after: float | None = None, attempts: int = 1):
+        self.status = self.status_code = status
         self.code = code
         self.message = message
         self.headers = headers
+        self.retry_after = retry_after
+        self.attempts = attempts
         self.retryable = status is not None and (status in (408, 409, 429) or status >= 500)
         parts = []
         if status is not None:
@@ -64,6 +79,65 @@ class ProviderError(AgentflowError):
             parts.append(f"code {code}")
         prefix = f"[{', '.join(parts)}] " if parts else ""
         super().__init__(prefix + message)
+
+
+class BadRequestError(ProviderError):
+    """HTTP 400, or another 4xx without its own class: the request was refused as it is."""
+
+
+class AuthenticationError(ProviderError):
+    """HTTP 401, or (``status`` ``None``) no API key for an endpoint that needs one: set
+    the key, or name a local server's ``base_url``."""
+
+
+class PermissionDeniedError(ProviderError):
+    """HTTP 403: the key may not use this model or endpoint."""
+
+
+class NotFoundError(ProviderError):
+    """HTTP 404: the model or the URL does not exist there (check ``base_url``'s /v1)."""
+
+
+class ConflictError(ProviderError):
+    """HTTP 409 (retried)."""
+
+
+class UnprocessableEntityError(ProviderError):
+    """HTTP 422: the request's content was refused."""
+
+
+class RateLimitError(ProviderError):
+    """HTTP 429: too many requests or tokens; ``retry_after`` says how long the server
+    asked to wait (retried up to ``max_retries`` times first)."""
+
+
+class InternalServerError(ProviderError):
+    """HTTP 5xx: the server failed (retried up to ``max_retries`` times first)."""
+
+
+_BY_STATUS = {400: BadRequestError, 401: AuthenticationError, 403: PermissionDeniedError,
+              404: NotFoundError, 409: ConflictError, 422: UnprocessableEntityError,
+              429: RateLimitError}
+
+
+def provider_error(message: str, *, status: int | None = None, **fields) -> ProviderError:
+    """The ``ProviderError`` of an HTTP status: its subclass (``RateLimitError`` for 429,
+    ``InternalServerError`` for 5xx, ``BadRequestError`` for other 4xx), or the base class.
+
+    Args:
+        message: the message (str), already scrubbed of the key.
+        status: the HTTP status (int), or ``None``.
+        **fields: ``code``, ``headers``, ``retry_after``, ``attempts`` (as ``ProviderError``).
+
+    Returns:
+        ProviderError: the error, not raised.
+    """
+    kind = ProviderError
+    if status is not None:
+        kind = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else
+                                          BadRequestError if 400 <= status < 500
+                                          and status != 408 else ProviderError)
+    return kind(message, status=status, **fields)
 
 
 class ProviderTimeoutError(ProviderError):

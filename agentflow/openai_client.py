@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from .assembler import (ID_LIMIT, ChunkAssembler, completion_updates, error_from_body,
                         stream_updates)
-from .errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
+from .errors import (AuthenticationError, IncompleteStreamError, ProviderError,
+                     ProviderTimeoutError, provider_error)
 from .profiles import Profile, resolve_profile
 from .redact import mask_url, scrub, scrub_value
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
@@ -80,6 +81,8 @@ class OpenAIChatClient:
 
     Raises:
         ValueError: ``profile`` names no known profile.
+        AuthenticationError: neither a key nor a base URL was given (or set in the
+            environment): the default endpoint, OpenAI, needs a key.
     """
 
     def __init__(self, model: str = "gpt-4o-mini", *, base_url: str | None = None,
@@ -91,6 +94,12 @@ class OpenAIChatClient:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL")
                          or DEFAULT_BASE_URL).rstrip("/")
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not self._api_key and not (base_url or os.environ.get("OPENAI_BASE_URL")):
+            # as the openai SDK does: fail when made, not at the first request
+            raise AuthenticationError(
+                "no API key and no base_url: give api_key=... (or set OPENAI_API_KEY) for "
+                f"{DEFAULT_BASE_URL}, or base_url=... (or OPENAI_BASE_URL) for a local "
+                "server, e.g. http://localhost:11434/v1")
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.headers = dict(headers or {})
@@ -260,14 +269,19 @@ class OpenAIChatClient:
                 attempt += 1
                 self._sleep(asked[0] if asked else self._backoff(attempt - 1))
                 continue
+            message = error.message
             if asked is not None:
                 seconds, header = asked
                 longer = (f", longer than this client waits (MAX_RETRY_WAIT = "
                           f"{MAX_RETRY_WAIT:g} s)" if seconds > MAX_RETRY_WAIT else "")
-                error = type(error)(f"{error.message.rstrip('.')}; the server asked to wait "
-                                    f"{seconds:g} s before a retry ({header}){longer}",
-                                    status=error.status, code=error.code)
-            raise error
+                message = (f"{message.rstrip('.')}; the server asked to wait "
+                           f"{seconds:g} s before a retry ({header}){longer}")
+            if attempt:
+                message = f"{message.rstrip('.')} (tried {attempt + 1} times)"
+            raise type(error)(message, status=error.status, code=error.code,
+                              headers=error.headers,
+                              retry_after=asked[0] if asked else error.retry_after,
+                              attempts=attempt + 1)
 
     def _backoff(self, attempt: int) -> float:
         """Seconds to wait before retry ``attempt + 1`` when the server named no wait."""
@@ -362,8 +376,11 @@ class OpenAIChatClient:
         elif status == 404:
             message = (f"{message}{stop} URL: {self.shown_url}. Check the model name, and that "
                        "base_url ends where the API starts (most servers want a /v1 suffix)")
-        return type(error)(message, status=status, code=scrub_value(error.code, self._api_key),
-                           headers=response.headers)
+        asked = _asked_wait(response.headers)
+        return provider_error(message, status=status,
+                              code=scrub_value(error.code, self._api_key),
+                              headers=response.headers,
+                              retry_after=asked[0] if asked else None)
 
     def _json(self, chunks: Iterator[bytes]) -> dict:
         text = b"".join(chunks).decode("utf-8", "replace")

@@ -498,7 +498,8 @@ def test_json_error_line(tmp_path, no_backoff):
     done = run_chat("--base-url", "http://127.0.0.1:9/v1", "--json", "hi", cwd=tmp_path)
     assert done.returncode == 1
     message = ("could not connect to http://127.0.0.1:9/v1/chat/completions: connection "
-               "refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) right?")
+               "refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) right? "
+               "(tried 3 times)")
     assert json_lines(done.stdout) == [{"type": "error", "kind": "ProviderError",
                                         "message": message}]
     assert done.stderr == f"agentflow: error: {message}\n"
@@ -522,7 +523,7 @@ def test_unreachable_url(tmp_path, no_backoff):
     assert check_one_error_line(done) == (
         "agentflow: error: could not connect to http://127.0.0.1:9/v1/chat/completions: "
         "connection refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) "
-        "right?")
+        "right? (tried 3 times)")
     assert done.stdout == ""
 
 
@@ -584,7 +585,7 @@ def test_debug_shows_the_traceback_but_not_the_key(server, tmp_path):
     assert done.returncode == 1
     assert done.stderr.startswith("Traceback (most recent call last):\n")
     last = done.stderr.splitlines()[-1]
-    assert last.startswith("agentflow.errors.ProviderError: [HTTP 401, code invalid_api_key] "
+    assert last.startswith("agentflow.errors.AuthenticationError: [HTTP 401, code invalid_api_key] "
                            "authentication failed at ")
     assert SECRET not in done.stderr and SECRET not in done.stdout
 

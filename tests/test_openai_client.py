@@ -17,7 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from agentflow.errors import IncompleteStreamError, ProviderError, ProviderTimeoutError
+from agentflow.errors import (AuthenticationError, IncompleteStreamError, InternalServerError,
+                              NotFoundError, PermissionDeniedError, ProviderError,
+                              ProviderTimeoutError, RateLimitError)
 from agentflow.openai_client import OpenAIChatClient
 from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 from agentflow.tools import Tool
@@ -338,8 +340,9 @@ def test_auth_failure_says_so_and_never_shows_key(status, caplog):
     reply = Reply(json.dumps(error_body), status=status, content_type="application/json")
     updates, error, _ = run_body(reply)
     assert updates == []
-    assert type(error) is ProviderError
-    assert error.status == status
+    # issue 24: typed by status, as the openai SDK's errors are
+    assert type(error) is {401: AuthenticationError, 403: PermissionDeniedError}[status]
+    assert error.status == error.status_code == status and error.attempts == 1
     assert error.code == "invalid_api_key"
     assert "authentication failed" in str(error).lower()
     assert "Incorrect API key provided" in str(error)
@@ -369,8 +372,9 @@ def test_http_errors_carry_status_code_and_message(status, code, message):
     reply = Reply(json.dumps(body), status=status, content_type="application/json")
     updates, error, _ = run_body(reply)
     assert updates == []
-    assert type(error) is ProviderError
-    assert error.status == status
+    assert type(error) is {404: NotFoundError, 429: RateLimitError,
+                           500: InternalServerError}[status]  # issue 24
+    assert error.status == error.status_code == status
     assert error.code == code
     assert message in error.message
     assert f"HTTP {status}" in str(error) and message in str(error)
@@ -382,7 +386,7 @@ def test_http_error_with_non_json_body():
     reply = Reply("<html><body>502 Bad Gateway</body></html>", status=502,
                   content_type="text/html")
     updates, error, _ = run_body(reply)
-    assert type(error) is ProviderError
+    assert type(error) is InternalServerError
     assert error.status == 502
     assert "502 Bad Gateway" in str(error)
 

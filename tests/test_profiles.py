@@ -423,7 +423,7 @@ def test_a_profile_is_chosen_by_name_or_object_and_an_unknown_name_is_refused():
     custom = SendsEverything()
     assert resolve_profile(custom, "")[0] is custom
     with pytest.raises(ValueError, match="choose one of openai, deepseek, gemini, mistral, groq, openrouter$"):
-        OpenAIChatClient(api_key="", profile="anthropic")
+        OpenAIChatClient(api_key="", base_url="http://127.0.0.1:9/v1", profile="anthropic")
 
 
 # -- the command line -------------------------------------------------------------------------

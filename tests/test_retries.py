@@ -54,7 +54,9 @@ def test_client_errors_are_not_retried(status):
 def test_at_most_max_retries_then_the_last_error():
     _, failure, requests, sleeps = run([error(503, "one"), error(503, "two"), error(503, "three"), OK])
     assert requests == 3  # the first try and 2 retries (the default)
-    assert failure.status == 503 and failure.message == "three"
+    # issue 24: the message says it tried three times, the error carries it
+    assert failure.status == 503 and failure.message == "three (tried 3 times)"
+    assert failure.attempts == 3
     assert len(sleeps) == 2
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from agentflow import AgentSession, ChatMessage
 from agentflow.assembler import ChunkAssembler, stream_updates
-from agentflow.errors import IncompleteStreamError, ProviderError
+from agentflow.errors import BadRequestError, IncompleteStreamError, ProviderError
 from agentflow.openai_client import MAX_RETRY_WAIT, OpenAIChatClient
 from agentflow.testing.replay import Reply, ReplayServer, chat_stream
 from agentflow.types import (Finish, FinishReason, ReasoningDelta, TextDelta, ToolCall,
@@ -374,7 +374,7 @@ def test_deep_nesting_in_an_error_event_or_an_http_error_body(server):
     _, error = serve(server, f"event: error\ndata: {deep}\n\n".encode())
     assert type(error) is ProviderError
     _, error = serve(server, Reply(deep, status=400, content_type="application/json"))
-    assert type(error) is ProviderError and error.status == 400
+    assert type(error) is BadRequestError and error.status == 400  # its status's class
 
 
 def test_arguments_object_nested_too_deeply_to_serialise():
