@@ -92,6 +92,11 @@ class RunCommand(_Builtin):
     Raises:
         ValueError: an unknown sandbox mode.
         SandboxError: the sandbox is required and ``bwrap`` cannot start here.
+
+    Attributes:
+        on_output: ``None``, or a callable given each piece of the command's output
+            (bytes) as it comes, for a person watching it run (POSIX; the model still
+            gets the whole capped output at the end). It runs in the caller's thread.
     """
 
     def __init__(self, space: Workspace, timeout: float = 30.0, output_cap: int = 16_000,
@@ -99,6 +104,7 @@ class RunCommand(_Builtin):
         self.timeout, self.output_cap = timeout, output_cap
         self.sandbox = sandbox if isinstance(sandbox, Sandbox) else Sandbox(sandbox)
         self.sandboxed, self.secret_env = self.sandbox.active, tuple(secret_env)
+        self.on_output = None
         super().__init__(self.run_command, space, "command", "shell",
                          when=self._asks if self.sandboxed else None)
         if not self.sandboxed:  # nothing to leave: the model is not offered the choice
@@ -116,7 +122,8 @@ class RunCommand(_Builtin):
         inside = self.sandboxed and sandbox is not False
         argv = (self.sandbox.argv(command, self.space.root, self.space.secret_files)
                 if inside else ["/bin/sh", "-c", command])
-        status, output = commands.run(argv, self.space.root, self.timeout, self.secret_env)
+        status, output = commands.run(argv, self.space.root, self.timeout, self.secret_env,
+                                      self.on_output)
         if status is None:
             return (f"timed out after {self.timeout:g} s (killed)\n"
                     + _cap(output, self.output_cap))

@@ -45,8 +45,8 @@ def supervised() -> bool:
     return sys.platform.startswith("linux") and bool(sys.executable)
 
 
-def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV
-        ) -> tuple[int | None, bytes]:
+def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV,
+        on_output=None) -> tuple[int | None, bytes]:
     """Run ``argv`` (``/bin/sh -c COMMAND``, or the ``bwrap`` line that runs it) in the
     folder ``cwd``, its standard input ``/dev/null``, its output and errors together.
 
@@ -55,6 +55,8 @@ def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV
         cwd: the folder it runs in (str).
         timeout: seconds (float) before it and all it started are killed.
         secret_env: names of environment variables it does not get (iterable of str).
+        on_output: ``None``, or a callable given each piece of output (bytes) as it
+            comes (POSIX: one ``select`` loop in this thread; the library starts none).
 
     Returns:
         tuple: ``(status, output)``: the exit status (int; 128 + N for signal N), or
@@ -68,10 +70,15 @@ def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV
     hidden = set(secret_env)
     env = {name: value for name, value in os.environ.items() if name not in hidden}
     process, lifeline = _start(argv, cwd, env)
+    live = on_output is not None and os.name == "posix"
     try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, _stop(process, lifeline)
+        if live:
+            output = _read_live(process, timeout, on_output)
+        else:
+            output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        # communicate keeps what it read before; the live loop hands it in the exception
+        return None, ((exc.output or b"") if live else b"") + _stop(process, lifeline)
     except BaseException:  # Ctrl-C, SystemExit: the command stops with the run (R16)
         _stop(process, lifeline)
         raise
@@ -79,6 +86,31 @@ def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV
         if lifeline is not None:
             os.close(lifeline)
     return process.returncode, output
+
+
+def _read_live(process: subprocess.Popen, timeout: float, on_output) -> bytes:
+    """The process's whole output, each piece handed to ``on_output`` as it arrives.
+
+    Raises:
+        subprocess.TimeoutExpired: it ran past ``timeout`` seconds (not yet stopped);
+            its ``output`` is what was read.
+    """
+    import select
+    import time
+    deadline, pieces, fd = time.monotonic() + timeout, [], process.stdout.fileno()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired(process.args, timeout, b"".join(pieces))
+        if not select.select([fd], [], [], left)[0]:
+            continue
+        piece = os.read(fd, 65536)
+        if not piece:
+            break
+        pieces.append(piece)
+        on_output(piece)
+    process.wait(timeout=max(deadline - time.monotonic(), 0.001))
+    return b"".join(pieces)
 
 
 def _start(argv, cwd, env) -> tuple[subprocess.Popen, int | None]:

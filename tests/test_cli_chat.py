@@ -58,6 +58,7 @@ def test_prompt_shows_the_call_and_y_runs_the_command(server, tmp_path):
     chat.send("y")
     assert chat.wait() == 0
     assert chat.rest() == ("y\n"
+                           "  │ hi\n"  # the command's output as it comes (issue 24)
                            "  [run_command] exit status 0 ⏎ hi\n"
                            "assistant> It printed hi.\n")
 
@@ -129,6 +130,7 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
         "  keep it in the [s]ession or the [p]roject file (.agentflow/policy.json), or [b]ack: ")
     chat.send("s")
     assert chat.expect("you> ") == ("s\n"
+                                    "  │ one\n  │ two\n"
                                     "  [run_command] exit status 0 ⏎ one ⏎ two\n"
                                     "assistant> One is done.\n"
                                     "you> ")
@@ -136,6 +138,7 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
     shown = chat.expect("[q]uit: ")
     assert shown == ("second\n"
                      "  → run_command $ echo two\n"
+                     "  │ two\n"
                      "  [run_command] exit status 0 ⏎ two\n"
                      "\n── approval needed ── call_3\n"
                      "tool:        write_file\n"
@@ -221,6 +224,7 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
         + run_command_block("call_1", "echo resumed"))
     second.send("y")
     assert second.expect("you> ") == ("y\n"
+                                      "  │ resumed\n"
                                       "  [run_command] exit status 0 ⏎ resumed\n"
                                       "assistant> It said resumed.\n"
                                       + BANNER + "\nyou> ")

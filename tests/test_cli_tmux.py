@@ -190,3 +190,28 @@ def test_r25_pending_shows_a_hostile_id_quoted(terminal, server, tmp_path):
     shown = terminal(*agentflow("pending", "--store", url))
     screen = shown.wait_for("(or =no:REASON)")
     assert (f"--respond 'x;touch${{IFS}}PWNED;#=yes'") in screen
+
+
+# -- what moves while the chat waits (issue 24 item 9) ------------------------------------------
+
+def test_a_spinner_turns_while_the_model_thinks_and_is_erased(terminal, server, tmp_path):
+    from agentflow.testing.replay import Reply
+    server.queue(Reply(chunks=[b": thinking\n\n"] * 8 + [chat_stream("Here.")], delay=0.5))
+    chat = terminal(*agentflow("chat", "--base-url", server.base_url, "Think"))
+    chat.wait_for("working 1 s")  # the elapsed time, while nothing has arrived
+    screen = chat.wait_for("assistant> Here.")
+    assert "working" not in screen  # erased before the reply was written
+
+
+def test_a_running_command_shows_its_output_as_it_comes(terminal, server, tmp_path):
+    (tmp_path / "go").write_text("")
+    command = "echo started; while [ -e go ]; do sleep 0.1; done; echo finished"
+    server.queue(calls_reply(("call_1", "run_command", {"command": command})))
+    server.queue(chat_stream("Done."))
+    chat = terminal(*agentflow("chat", "--base-url", server.base_url, "--approve-all", "Go"))
+    screen = chat.wait_for("│ started")
+    assert "│ finished" not in screen and f"→ run_command $ {command}" in screen
+    (tmp_path / "go").unlink()  # the command may end now
+    screen = chat.wait_for("assistant> Done.")
+    assert "│ finished" in screen
+    assert "[run_command] exit status 0 ⏎ started ⏎ finished" in screen

@@ -23,6 +23,7 @@ approval, 130 interrupted.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 import time
@@ -77,7 +78,7 @@ class Chat:
         self.out = out or Output(args.json)
         self.say = self.out.say
         self.interactive = interactive
-        self.shown: set[str] = set()  # calls shown at the prompt in this process
+        self.shown: set[str] = set()  # calls shown (prompt or call line) in this process
         confirm = self.confirm if interactive else None
         settings = chat_settings(args, session, confirm)
         self.workspace = settings["workspace"]
@@ -94,6 +95,16 @@ class Chat:
                 raise UsageError(f"--tools: {exc}") from None
         tools = made(sandbox) + [t for server in mcp_servers for t in server.tools]
         self.tools = {t.name: t for t in tools}
+        self.spinner = self.live = None
+        if interactive and getattr(self.out.stream, "isatty", lambda: False)():
+            from ..builtin_tools import RunCommand
+            from .spinner import LiveOutput, Spinner
+            # a dumb terminal cannot erase a line: no spinner, only the live output
+            self.spinner = Spinner(self.out, draw=os.environ.get("TERM", "dumb") != "dumb")
+            self.live = LiveOutput(self.out, self.spinner, self._announce_running)
+            for tool in tools:
+                if isinstance(tool, RunCommand):
+                    tool.on_output = self.live
         client = make_client(args, settings)
         notes: list[str] = []
         run_policy, layers = policy_layers(args.policy, self.tools, self.workspace, notes,
@@ -167,7 +178,7 @@ class Chat:
         updates = self.agent.run(messages, self.session, options)
         requests, finish, in_text = [], None, False
         try:
-            for update in updates:
+            for update in self._watched(updates):
                 if self.args.json and not self._answered_unasked(update):
                     self.out.emit(update_to_json(update))
                 if isinstance(update, TextDelta):
@@ -183,7 +194,10 @@ class Chat:
                     continue
                 if isinstance(update, ToolResult):
                     self.save()
+                    if self.live is not None:
+                        self.live.end()
                     if update.call_id not in self.shown:
+                        self.shown.add(update.call_id)
                         self.say(call_line(update.name, self.call_subject(update.call_id)))
                     self.say(result_line(update.name, update.result))
                 elif isinstance(update, ToolApprovalRequest):
@@ -191,6 +205,8 @@ class Chat:
                 elif isinstance(update, Finish):
                     finish = update
         except KeyboardInterrupt:
+            if self.spinner is not None:
+                self.spinner.stop()
             updates.close()
             # R10 keeps the input only with a completed model turn; a user who stopped
             # the reply still asked the question, and the next turn should see it.
@@ -209,6 +225,35 @@ class Chat:
                                                    FinishReason.AWAITING_APPROVAL):
             self.say(f"(finish: {finish.finish_reason.value})")
         return finish, requests
+
+    def _watched(self, updates):
+        """``updates``, with the spinner turning while the next one is awaited (on a
+        terminal; elsewhere they pass as they are)."""
+        if self.spinner is None:
+            yield from updates
+            return
+        while True:
+            self.spinner.waiting("working")
+            try:
+                update = next(updates)
+            except StopIteration:
+                return
+            finally:
+                self.spinner.stop()
+            yield update
+
+    def _announce_running(self) -> None:
+        """Before a command's live output: the call line of a call that runs without
+        having been shown (the write-ahead record, SPEC R16, names what runs)."""
+        for call_id, record in self.session.running.items():
+            if call_id not in self.shown:
+                self.shown.add(call_id)
+                self.say(call_line(record.get("tool", ""), self.call_subject(call_id)))
+
+    def close(self) -> None:
+        """Stop the spinner's thread, if there is one."""
+        if self.spinner is not None:
+            self.spinner.close()
 
     def _answered_unasked(self, update) -> bool:
         """Whether ``update`` is a pause that --approve-all / --deny-all answers at once:
@@ -496,7 +541,9 @@ def main(args) -> int:
             servers = start_mcp_servers(args.mcp, stack, args.mcp_approval)
             for server in servers:
                 out.say(mcp_summary(server))
-            return Chat(args, session, out, interactive=interactive, mcp_servers=servers).main()
+            chat = Chat(args, session, out, interactive=interactive, mcp_servers=servers)
+            stack.callback(chat.close)
+            return chat.main()
     except UsageError as exc:
         return fail(EXIT_USAGE, "UsageError", str(exc))
     except KeyboardInterrupt:

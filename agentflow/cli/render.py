@@ -25,6 +25,7 @@ class Output:
         self.json_mode = json_mode
         self.stream = stream or sys.stdout
         self.colour = wants_colour(self.stream) if colour is None else colour
+        self.at_line_start = True  # whether the last text written ended a line
 
     def say(self, text: str = "", end: str = "\n", style: str | None = None) -> None:
         """Write text for people and flush; nothing in ``--json`` mode.
@@ -40,6 +41,8 @@ class Output:
         if self.json_mode:
             return
         text = self.paint(safe_text(text, multiline=True), style) + end
+        if text:
+            self.at_line_start = text.endswith("\n")
         try:
             self.stream.write(text)
         except UnicodeEncodeError:  # e.g. a file name that is not UTF-8: shown escaped
