@@ -109,8 +109,13 @@ def _read_live(process: subprocess.Popen, timeout: float, on_output) -> bytes:
             break
         pieces.append(piece)
         on_output(piece)
-    process.wait(timeout=max(deadline - time.monotonic(), 0.001))
-    return b"".join(pieces)
+    output = b"".join(pieces)
+    try:
+        process.wait(timeout=max(deadline - time.monotonic(), 0.001))
+    except subprocess.TimeoutExpired:
+        raise subprocess.TimeoutExpired(process.args, timeout, output) from None
+    process.stdout.close()
+    return output
 
 
 def _start(argv, cwd, env) -> tuple[subprocess.Popen, int | None]:
