@@ -129,7 +129,8 @@ def test_the_resume_line_of_an_mcp_chat_carries_mcp_and_resumes(server, tmp_path
     argv = shlex.split(printed)
     assert argv[argv.index("--mcp") + 1] == spec and "--command-timeout" in argv
     resumed = run_agentflow(*argv[1:], cwd=tmp_path)
-    assert (resumed.returncode, resumed.stderr) == (0, "")
+    # (the MCP server's own warnings reach stderr too: it shares it)
+    assert resumed.returncode == 0 and "agentflow:" not in resumed.stderr, resumed.stderr
     assert resumed.stdout.endswith("assistant> Written.\n")
 
 
