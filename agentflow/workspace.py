@@ -214,12 +214,26 @@ class Workspace:
                 f"{path} changed after it was judged: it was {judged}, inside the "
                 f"workspace; now {concern or 'it leads to ' + str(resolved)}. Not opened; "
                 "ask again for it")
-        fd = _open_no_follow(resolved, flags, mode)
+        # O_NONBLOCK: a FIFO (or a device) must not hang the run in open(); it is
+        # refused below, and the flag is cleared for the file that is kept
+        try:
+            fd = _open_no_follow(resolved, flags | os.O_NONBLOCK, mode)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # a FIFO without a reader, opened to write
+                raise
+            raise PermissionError(f"{path} is not a regular file (a FIFO, a device or a "
+                                  "socket is never opened by a built-in tool)") from None
         try:
             info = os.fstat(fd)
+            wanted = stat.S_ISDIR if flags & os.O_DIRECTORY else stat.S_ISREG
+            if not wanted(info.st_mode):
+                kind = "folder" if flags & os.O_DIRECTORY else "regular file"
+                raise PermissionError(f"{path} is not a {kind} (a FIFO, a device or a "
+                                      "socket is never opened by a built-in tool)")
             if judged is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
                 raise PermissionError(f"{path} has {info.st_nlink} hard links now; it was "
                                       "judged with one. Not opened; ask again for it")
+            os.set_blocking(fd, True)
         except BaseException:
             os.close(fd)
             raise

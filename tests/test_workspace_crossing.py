@@ -198,3 +198,25 @@ def test_a_path_judged_inside_still_opens_when_nothing_changed(place):
         "wrote 3 bytes to src/n.txt"
     assert tools["read_file"].invoke({"path": "src/n.txt"}) == "hi\n"
     assert tools["list_dir"].invoke({"path": "src"}) == "n.txt"
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("read_file", {"path": "pipe"}),
+    ("write_file", {"path": "pipe", "content": "x"}),
+])
+def test_a_fifo_is_refused_not_waited_on(place, name, arguments):
+    """A FIFO with no writer (or no reader) blocked ``open()`` for ever, after the
+    approval: now it is opened without blocking and refused, as every file that is not
+    a regular one (SPEC R25: a rejection, and a run, always go on)."""
+    ws, _, _ = place
+    os.mkfifo(ws / "pipe")
+    tool = tools_in(ws)[name]
+    with pytest.raises(PermissionError, match="is not a regular file"):
+        tool.invoke(arguments)
+
+
+def test_a_device_is_refused(place):
+    """``/dev/zero`` (approved, say) is not read: not a regular file."""
+    ws, _, _ = place
+    with pytest.raises(PermissionError, match="is not a regular file"):
+        tools_in(ws)["read_file"].invoke({"path": "/dev/zero"})
