@@ -37,9 +37,11 @@ from typing import NamedTuple
 
 from .canonical import arguments_digest
 from .errors import ApprovalError
-from .types import ToolApprovalRequest, ToolApprovalResponse, ToolCall
+from .types import Grant, ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 EXPIRED_REASON = "approval expired"
+# A pending record's inbox fields, left out of the stored form when unset.
+_SHOWN = ("description", "parameters", "preview", "subject", "mcp_tool", "exact_rules")
 
 
 def utc_iso(timestamp: float) -> str:
@@ -67,7 +69,15 @@ class Settlement(NamedTuple):
 class PendingApproval:
     """A call waiting for a human. Times are POSIX seconds; ``expires_at`` is ``None``
     without a TTL. ``why`` records why it needs approval, decided once at the gate
-    (R18); ``rule`` and ``layer`` name the policy rule that asked, if one did (R19)."""
+    (R18); ``rule`` and ``layer`` name the policy rule that asked, if one did (R19).
+
+    What an approval inbox in another process shows and checks, kept from the gate
+    since that process has none of the agent's tools (SPEC R20, R25): the tool's
+    ``description`` and parameter schema (``parameters``, a JSON Schema dict, to check
+    an edit before it is accepted), its ``preview`` of the call (the command line, a
+    write's diff; at most ``PREVIEW_CAP`` characters), the name of its ``subject``
+    argument (R19), for an MCP tool ``mcp_tool`` (``server.tool``), and the
+    ``exact_rules`` that would allow exactly this call from now on (a grant, R19)."""
 
     call_id: str
     tool: str
@@ -77,6 +87,51 @@ class PendingApproval:
     why: str | None = None
     rule: str | None = None
     layer: str | None = None
+    description: str | None = None
+    parameters: dict | None = None
+    preview: str | None = None
+    subject: str | None = None
+    mcp_tool: str | None = None
+    exact_rules: list | None = None
+
+
+PREVIEW_CAP = 16_000  # characters of a tool's preview kept in a pending record
+
+
+@dataclass
+class RecordedAnswer:
+    """A human's answer to a pending call, recorded in the session for a worker to
+    resume with (an approval inbox's durable answer, SPEC R4, R22, R24).
+
+    ``digest`` (and ``request_id``, where the pending record has one) bind it to the
+    request the person was shown; ``answered_at`` is POSIX seconds; ``reason``,
+    ``approver``, ``arguments`` (an edit, R20) and ``grant`` (a list of ``{"rule": str,
+    "ttl": seconds or null}``, R19) are as on ``ToolApprovalResponse``. ``refused`` is
+    set by a worker that could not use the answer (its own checks, R20): the call
+    waits for a new answer."""
+
+    call_id: str
+    digest: str
+    approved: bool
+    answered_at: float
+    reason: str | None = None
+    approver: str | None = None
+    arguments: dict | None = None
+    grant: list | None = None
+    request_id: str | None = None
+    refused: str | None = None
+
+    def response(self) -> ToolApprovalResponse:
+        """The ``ToolApprovalResponse`` a resume runs with (SPEC R4).
+
+        Returns:
+            ToolApprovalResponse: carrying the digest, approver, edit and grants.
+        """
+        grants = [Grant(g["rule"], g.get("ttl")) for g in self.grant or ()] or None
+        return ToolApprovalResponse(self.call_id, self.approved,
+                                    None if self.approved else self.reason, self.digest,
+                                    self.approver, self.arguments if self.approved else None,
+                                    grants if self.approved else None)
 
 
 @dataclass
@@ -148,10 +203,11 @@ class ApprovalLedger:
     audit: list[AuditRecord] = field(default_factory=list)
     denied: list[Denial] = field(default_factory=list)
     grants: list[SessionGrant] = field(default_factory=list)
+    answers: list[RecordedAnswer] = field(default_factory=list)
 
     def issue(self, call: ToolCall, now: float, ttl: float | None = None,
               why: str | None = None, rule: str | None = None,
-              layer: str | None = None) -> PendingApproval:
+              layer: str | None = None, shown: dict | None = None) -> PendingApproval:
         """Record that a call waits for approval (SPEC R3), replacing an older record
         of the same id.
 
@@ -163,13 +219,18 @@ class ApprovalLedger:
             why: why it asks (str), shown and audited.
             rule: the policy rule that asked, if one did (R19).
             layer: the policy layer of that rule.
+            shown: what an inbox shows and checks (``PendingApproval``'s
+                ``description``, ``parameters``, ``preview``, ``subject``, ``mcp_tool``,
+                ``exact_rules``).
 
         Returns:
             PendingApproval: the record.
         """
         record = PendingApproval(call.id, call.name, arguments_digest(call.arguments), now,
-                                 None if ttl is None else now + ttl, why, rule, layer)
+                                 None if ttl is None else now + ttl, why, rule, layer,
+                                 **(shown or {}))
         self.pending = [r for r in self.pending if r.call_id != call.id] + [record]
+        self.answers = [a for a in self.answers if a.call_id != call.id]  # a new pause
         return record
 
     def automatic(self, call: ToolCall, outcome: str, now: float, why: str | None = None,
@@ -308,6 +369,7 @@ class ApprovalLedger:
         """
         record = next(r for r in self.pending if r.call_id == call.id)
         self.pending.remove(record)
+        self.answers = [a for a in self.answers if a.call_id != call.id]
         if record.expires_at is not None and now > record.expires_at:
             outcome, may_run, reason = "expired", False, EXPIRED_REASON
         elif response is None:
@@ -338,13 +400,17 @@ class ApprovalLedger:
 
     def to_dict(self) -> dict:
         """JSON-safe form: ``{"pending": [record dicts], "audit": [record dicts]}``, with
-        ``"denied"`` and ``"grants"`` lists when they are not empty."""
-        data = {"pending": [asdict(r) for r in self.pending],
+        ``"denied"``, ``"grants"`` and ``"answers"`` lists when they are not empty; a
+        pending record's inbox fields only when set."""
+        data = {"pending": [{k: v for k, v in asdict(r).items()
+                             if v is not None or k not in _SHOWN} for r in self.pending],
                 "audit": [asdict(r) for r in self.audit]}
         if self.denied:
             data["denied"] = [asdict(d) for d in self.denied]
         if self.grants:
             data["grants"] = [asdict(g) for g in self.grants]
+        if self.answers:
+            data["answers"] = [asdict(a) for a in self.answers]
         return data
 
     @classmethod
@@ -364,7 +430,8 @@ class ApprovalLedger:
         return cls([PendingApproval(**r) for r in data.get("pending", [])],
                    [AuditRecord(**r) for r in data.get("audit", [])],
                    [Denial(**d) for d in data.get("denied", [])],
-                   [SessionGrant(**g) for g in data.get("grants", [])])
+                   [SessionGrant(**g) for g in data.get("grants", [])],
+                   [RecordedAnswer(**a) for a in data.get("answers", [])])
 
 
 def approval_request(call: ToolCall, description: str,

@@ -24,7 +24,8 @@ call, in one of two places:
 
 The loop (``function_invoking.py``) owns the order of the steps; the ledger
 (``approvals.py``) keeps the records; the rule language and its matcher are in
-``policy.py``. Nothing here does I/O.
+``policy.py``. Nothing here does I/O but what the tools do when asked (a predicate,
+a preview kept with a pending record for an inbox).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import json
 from typing import Callable, Collection, Iterable, Mapping, NamedTuple
 
 from . import policy
-from .approvals import ApprovalLedger, Settlement, approval_request
+from .approvals import PREVIEW_CAP, ApprovalLedger, Settlement, approval_request
 from .canonical import arguments_digest, canonical_json
 from .errors import ApprovalError, PolicyError
 from .policy import ApprovalPolicy
@@ -216,7 +217,8 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
     requests = []
     for call in asked:
         verdict = verdicts[call.id]
-        record = ledger.issue(call, now, ttl, verdict.why, verdict.rule, verdict.layer)
+        record = ledger.issue(call, now, ttl, verdict.why, verdict.rule, verdict.layer,
+                              shown_with_record(tools[call.name], call))
         requests.append(approval_request(call, tools[call.name].description, record))
     if asked:
         for call in calls:
@@ -224,6 +226,49 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
             if verdict is not None and verdict.action is Decision.DENY:
                 ledger.hold_denial(call, verdict.rule, verdict.layer)
     return TurnVerdict(verdicts, requests)
+
+
+def shown_with_record(tool: Tool, call: ToolCall) -> dict:
+    """What a pending record keeps for an approval inbox in another process, which
+    has none of the agent's tools (SPEC R20, R25): the tool's description and
+    parameter schema (an edit is checked against it before it is accepted), its preview
+    of the call (capped), its subject argument, for an MCP tool ``server.tool``, and
+    the rules a grant of exactly this call would add (R19).
+
+    Args:
+        tool: the ``Tool`` called.
+        call: the ``ToolCall`` that waits.
+
+    Returns:
+        dict: keyword arguments of ``PendingApproval`` (``description``,
+        ``parameters``, ``preview``, ``subject``, ``mcp_tool``, ``exact_rules``: the
+        grant that would allow exactly this call).
+    """
+    arguments = object_or_none(call.arguments)
+    preview = getattr(tool, "preview", None)
+    shown = None
+    if preview is not None and arguments is not None:
+        try:
+            shown = preview(arguments)
+        except Exception as exc:  # a preview is a courtesy; the call still asks
+            shown = f"(no preview: {type(exc).__name__}: {exc})"
+        if isinstance(shown, str) and len(shown) > PREVIEW_CAP:
+            shown = shown[:PREVIEW_CAP] + f"\n[... preview cut at {PREVIEW_CAP} characters]"
+    server = getattr(getattr(tool, "server", None), "name", None)
+    mcp_name = getattr(tool, "mcp_name", None)
+    return {"description": tool.description or None,
+            "parameters": dict(tool.parameters) if tool.parameters else None,
+            "preview": shown if isinstance(shown, str) else None,
+            "subject": tool.subject,
+            "mcp_tool": f"{server}.{mcp_name}" if server and mcp_name else None,
+            "exact_rules": _exact_rules(tool, arguments)}
+
+
+def _exact_rules(tool: Tool, arguments) -> list | None:
+    try:
+        return policy.exact_rules(tool, arguments) or None
+    except Exception:  # no suggestion; a person may still write a rule
+        return None
 
 
 def answer_at_gate(verdict: GateVerdict | None) -> str | None:

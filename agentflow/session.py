@@ -376,7 +376,8 @@ def _check_records(approvals) -> None:
     if not isinstance(approvals, dict):
         raise SessionError(f"stored approvals must be an object, got {json.dumps(approvals)[:80]}")
     kinds = {"pending": ledger.PendingApproval, "audit": ledger.AuditRecord,
-             "denied": ledger.Denial, "grants": ledger.SessionGrant}
+             "denied": ledger.Denial, "grants": ledger.SessionGrant,
+             "answers": ledger.RecordedAnswer}
     for key, records in approvals.items():
         kind = kinds.get(key)
         if kind is None:

@@ -31,11 +31,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from ..approvals import approval_request
+from ..approvals import RecordedAnswer, approval_request
 from ..errors import (SessionConflictError, SessionError, SessionIntegrityError,
                       SessionLockedError, StoreError)
 from ..codec import encode
 from ..session import AgentSession, decode
+from .answers import answer_for, record_answers
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,20 @@ class PendingEntry:
             newer version, signed with another secret, a damaged row, a stray file),
             what is wrong with it (str): the entry then stands for the whole session,
             with empty ``call_id``, ``tool`` and ``digest`` (SPEC R22 addendum).
+        why: why it asks (str, R18, R19), or ``None``.
+        rule: the policy rule that asked (str), or ``None``; ``layer`` its layer.
+        description: the tool's description (str) from the gate, or ``None``.
+        parameters: the tool's parameter schema (dict) from the gate, to check an edit
+            against (R20), or ``None`` in records made before it was kept.
+        preview: the tool's preview of the call (str: the command line, a write's
+            diff), or ``None``.
+        subject: the name of the tool's subject argument (str, R19), or ``None``.
+        mcp_tool: ``server.tool`` for an MCP tool, or ``None``.
+        exact_rules: the rules (list of str) a grant of exactly this call would add
+            (R19), or ``None``.
+        request_id: the pause's ``request_id`` (R24), where the record has one.
+        answer: the ``RecordedAnswer`` an inbox recorded for it (``SessionStore.answer``)
+            and no worker has used yet, or ``None``.
     """
 
     session_id: str
@@ -66,6 +81,17 @@ class PendingEntry:
     expires_at: float | None
     age: float
     error: str | None = None
+    why: str | None = None
+    rule: str | None = None
+    layer: str | None = None
+    description: str | None = None
+    parameters: dict | None = None
+    preview: str | None = None
+    subject: str | None = None
+    mcp_tool: str | None = None
+    exact_rules: list | None = None
+    request_id: str | None = None
+    answer: RecordedAnswer | None = None
 
 
 def check_session_id(session_id) -> str:
@@ -128,10 +154,30 @@ def pending_entries(session_id: str, session: AgentSession, now: float) -> list[
         if record is None:
             continue
         request = approval_request(call, "", record)
-        entries.append(PendingEntry(session_id, call.id, call.name, request.arguments,
-                                    record.digest, record.issued_at, record.expires_at,
-                                    max(0.0, now - record.issued_at)))
+        entries.append(PendingEntry(
+            session_id, call.id, call.name, request.arguments, record.digest,
+            record.issued_at, record.expires_at, max(0.0, now - record.issued_at),
+            **shown_fields(record, answer_for(session, call.id))))
     return entries
+
+
+# What an inbox entry carries beyond the call (SPEC R20, R24): from the pending record.
+SHOWN_FIELDS = ("why", "rule", "layer", "description", "parameters", "preview", "subject",
+                "mcp_tool", "exact_rules", "request_id")
+
+
+def shown_fields(record, answer: RecordedAnswer | None) -> dict:
+    """The inbox fields of an entry, from its pending record and recorded answer.
+
+    Args:
+        record: the ``PendingApproval``.
+        answer: the ``RecordedAnswer`` of its call, or ``None``.
+
+    Returns:
+        dict: keyword arguments of ``PendingEntry`` (``SHOWN_FIELDS`` and ``answer``).
+    """
+    return {**{name: getattr(record, name, None) for name in SHOWN_FIELDS},
+            "answer": answer}
 
 
 def broken_entry(session_id: str, error: Exception, since: float,
@@ -502,6 +548,77 @@ class SessionStore:
             if found is not None:
                 entries += pending_entries(session_id, found[0], now)
         return page(entries, limit, after)
+
+    def answer(self, session_id: str, responses, now: float | None = None,
+               attempts: int = 8) -> list[RecordedAnswer]:
+        """Record answers to a paused session's calls for a worker to resume with: the
+        durable answer of an approval inbox (SPEC R4, R22, R24). Nothing runs here.
+
+        Each answer is bound to the request the person was shown (its digest, and its
+        ``request_id`` where the record has one); a second answer to the same call —
+        two browsers, a double click — is refused with "already answered by …". The
+        write is a compare-and-swap: an answer racing another is checked again against
+        what the other wrote.
+
+        Args:
+            session_id: the session's id (str).
+            responses: ``ToolApprovalResponse`` objects (``request.approve()``,
+                ``.reject(reason)``), one per call answered; a turn resumes once every
+                waiting call of it has one (``answered``).
+            now: POSIX seconds of the answer (default: the clock).
+            attempts: writes tried (int) while workers or other answers race this one.
+
+        Returns:
+            list[RecordedAnswer]: the answers recorded.
+
+        Raises:
+            KeyError: no session has that id.
+            ApprovalError: the answers do not fit the waiting calls
+                (``answers.record_answers``); nothing was recorded.
+            SessionLockedError: a worker kept the session open through every attempt
+                (it is running); nothing was recorded.
+        """
+        for attempt in range(attempts):
+            session = self.load(session_id)
+            recorded = record_answers(session, session_id, responses, now)
+            try:
+                self.save(session_id, session)
+                return recorded
+            except SessionLockedError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+            except SessionConflictError:  # written meanwhile: check against that
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def answered(self) -> Iterator[str]:
+        """The ids of the paused sessions whose every waiting call has an answer
+        (``answer``), oldest pause first: what a worker resumes (SPEC R4, R22).
+
+            for session_id in store.answered():
+                with store.open(session_id) as session:
+                    responses = answers.ready_responses(session)
+                    if responses:                   # [] if another worker was first
+                        for update in agent.run([], session, AgentRunOptions(
+                                tool_approval_responses=responses)): ...
+
+        ``open`` refuses a session another worker has open (``SessionLockedError``);
+        skip it.
+
+        Yields:
+            str: session ids; a session the store cannot read is left out. The
+            worker checks again with ``answers.ready_responses`` once it has the
+            session open.
+        """
+        by_session: dict = {}
+        for entry in self.pending():  # the database stores read only their inbox rows
+            by_session.setdefault(entry.session_id, []).append(entry)
+        for session_id, entries in by_session.items():
+            if all(e.error is None and e.answer is not None and e.answer.refused is None
+                   and e.answer.digest == e.digest for e in entries):
+                yield session_id
 
     def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
         where = f"session {session_id!r} in {self!r}"

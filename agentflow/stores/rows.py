@@ -34,6 +34,7 @@ from ..codec import encode, parse, verify
 from ..errors import SessionError, SessionIntegrityError
 from ..session import SCHEMA_VERSION, AgentSession, decode
 from ..types import MessageRole
+from .base import SHOWN_FIELDS
 
 LAYOUT = "rows-1"  # a head written by this module; a legacy row holds the whole session
 KINDS = {"messages": "m", "audit": "a"}  # list name -> the code stored in the items table
@@ -250,9 +251,13 @@ def pending_row(session_id: str, entry, secret) -> tuple:
         entry: the ``PendingEntry``.
         secret: the store's signing key, or ``None``.
     """
+    shown = {name: getattr(entry, name) for name in SHOWN_FIELDS
+             if getattr(entry, name) is not None}  # what an inbox shows (SPEC R20, R24)
+    if entry.answer is not None:
+        shown["answer"] = asdict(entry.answer)
     text = encode({"call_id": entry.call_id, "tool": entry.tool,
                    "arguments": entry.arguments, "digest": entry.digest,
-                   "issued_at": entry.issued_at, "expires_at": entry.expires_at})
+                   "issued_at": entry.issued_at, "expires_at": entry.expires_at, **shown})
     return (entry.call_id, entry.issued_at, text,
             _mac(secret, f"pending of {session_id}\n{text}") if secret is not None else "")
 

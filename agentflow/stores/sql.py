@@ -64,11 +64,12 @@ import threading
 import time
 import uuid
 
+from ..approvals import RecordedAnswer
 from ..codec import encode
 from ..errors import SessionError, SessionLockedError, StoreError
 from ..redact import mask_url
 from . import rows
-from .base import (PendingEntry, SessionStore, broken_entry, conflict, page,
+from .base import (SHOWN_FIELDS, PendingEntry, SessionStore, broken_entry, conflict, page,
                    pending_entries)
 from .files import os_lease
 
@@ -202,9 +203,12 @@ class _SQLStore(SessionStore):
         for session_id, call_id, issued_at, text, mac in found:
             try:
                 data = rows.read_pending_row(session_id, text, mac, self.secret)
+                answer = data.get("answer")
                 entries.append(PendingEntry(
                     session_id, call_id, data["tool"], data["arguments"], data["digest"],
-                    issued_at, data["expires_at"], max(0.0, now - issued_at)))
+                    issued_at, data["expires_at"], max(0.0, now - issued_at),
+                    answer=RecordedAnswer(**answer) if answer is not None else None,
+                    **{name: data.get(name) for name in SHOWN_FIELDS}))
             except (ValueError, KeyError, TypeError, SessionError) as exc:
                 entries.append(broken_entry(session_id, exc, issued_at, now))
         for session_id, revision, text, since in legacy:  # written before the rows layout
