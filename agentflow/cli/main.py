@@ -5,6 +5,8 @@
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow pending --store URL [--json]         list the calls waiting for approval
     agentflow show --session FILE [--store URL]    a saved conversation, its grants, what waits
+    agentflow inbox --store URL [--bind H:P]       answer them from a browser
+    agentflow worker --store URL [chat options]    resume the sessions answered there
     agentflow policy check 'TOOL(SUBJECT)'         which rule decides a call (--mcp: of MCP tools)
 """
 
@@ -62,6 +64,20 @@ def main(argv=None) -> int:
                       help="the session file, or with --store the session's id")
     show.add_argument("--store", metavar="URL", help="sqlite:///sessions.db, postgresql://… "
                                                     "or file:///folder")
+    inbox = commands.add_parser(
+        "inbox", help="serve a web page that lists the calls waiting in a store and "
+                      "answers them (approve, reject, edit, always allow)")
+    inbox.add_argument("--store", required=True, metavar="URL",
+                       help="sqlite:///sessions.db, postgresql://… or file:///folder")
+    inbox.add_argument("--bind", default="127.0.0.1:8765", metavar="HOST:PORT",
+                       help="where to listen (default 127.0.0.1:8765, loopback only)")
+    inbox.add_argument("--notify", metavar="URL",
+                       help="post a JSON webhook (a 'text' field, the ids, a link) when a "
+                            "call starts waiting")
+    from .worker import add_arguments as add_worker_arguments
+    add_worker_arguments(commands.add_parser(
+        "worker", help="resume the sessions of a store whose waiting calls were answered "
+                       "(agentflow inbox), with the chat's built-in tools and --mcp servers"))
     policy = commands.add_parser(
         "policy", help="test approval policy rules without running a model")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
@@ -144,6 +160,17 @@ def _dispatch(args) -> int:
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
             print(f"agentflow: {safe_text(str(message), multiline=True)}", file=sys.stderr)
             return 2 if isinstance(exc, (KeyError, ValueError, FileNotFoundError)) else 1
+    if args.command in ("inbox", "worker"):
+        from ..errors import AgentflowError
+        try:
+            if args.command == "inbox":
+                from .inbox import inbox_command
+                return inbox_command(args.store, args.bind, args.notify)
+            from .worker import worker_command
+            return worker_command(args)
+        except (AgentflowError, ValueError, OSError, ImportError) as exc:
+            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
+            return 1
     if args.command == "policy":
         from .policy_check import policy_check
         return policy_check(args.call, args.policy, args.mcp, args.mcp_approval)

@@ -73,18 +73,18 @@ def record_answers(session: AgentSession, session_id: str, responses,
                             f"{type(response).__name__}")
         call_id = response.call_id
         if call_id in seen:
-            raise _refused(call_id, "is answered twice in one request")
+            raise _refused(call_id, "answered twice in one request")
         seen.add(call_id)
         if call_id in given:
-            raise _refused(call_id, f"was already answered by {who(given[call_id])}")
+            raise _refused(call_id, f"already answered by {who(given[call_id])}")
         record = records.get(call_id)
         if record is None:
             settled = [a for a in ledger.audit if a.call_id == call_id
                        and a.outcome in ("approved", "rejected", "expired", "unanswered")]
             if settled:
-                raise _refused(call_id, f"was already answered by {who(settled[-1])}")
+                raise _refused(call_id, f"already answered by {who(settled[-1])}")
             waiting = ", ".join(records) or "none"
-            raise _refused(call_id, f"does not wait for approval in session {session_id!r} "
+            raise _refused(call_id, f"it does not wait for approval in session {session_id!r} "
                                     f"(waiting: {waiting})")
         recorded.append(_checked(record, response, now))
     ledger.answers = [a for a in ledger.answers if a.call_id not in seen] + recorded
@@ -95,28 +95,28 @@ def _checked(record: PendingApproval, response: ToolApprovalResponse,
              now: float) -> RecordedAnswer:
     call_id = response.call_id
     if response.digest is None:
-        raise _refused(call_id, "carries no digest: an answer recorded for a worker must "
-                                "carry the digest of the request the person was shown "
+        raise _refused(call_id, "the answer carries no digest: an answer recorded for a worker "
+                                "must carry the digest of the request the person was shown "
                                 "(request.approve() and .reject() copy it)")
     if response.digest != record.digest:
-        raise _refused(call_id, "carries a digest other than the recorded one: the person "
-                                "was shown other arguments")
+        raise _refused(call_id, "the answer carries a digest other than the recorded one: the "
+                                "person was shown other arguments")
     request_id = getattr(response, "request_id", None)  # SPEC R24, where it exists
     held = getattr(record, "request_id", None)
     if request_id is not None and held is not None and request_id != held:
-        raise _refused(call_id, f"carries request_id {request_id!r}, which is another "
-                                f"pause's (this one is {held!r})")
+        raise _refused(call_id, f"the answer carries request_id {request_id!r}, which is "
+                                f"another pause's (this one is {held!r})")
     if record.expires_at is not None and now > record.expires_at:
-        raise _refused(call_id, f"expired at {utc_iso(record.expires_at)}; the run will "
-                                "answer it 'approval expired'")
+        raise _refused(call_id, f"its request expired at {utc_iso(record.expires_at)}; the run "
+                                "will answer it 'approval expired'")
     if response.arguments is not None:
         if record.parameters is None:
-            raise _refused(call_id, "cannot be edited here: its pending record keeps no "
+            raise _refused(call_id, "it cannot be edited here: its pending record keeps no "
                                     "parameter schema to check the edit against; edit it "
                                     "where the agent runs")
         problems = schema_errors(record.parameters, response.arguments)
         if problems:
-            raise _refused(call_id, f"has edited arguments that do not fit {record.tool}'s "
+            raise _refused(call_id, f"the edited arguments do not fit {record.tool}'s "
                                     f"schema: {'; '.join(problems)}")
     grants = [{"rule": g.rule, "ttl": g.ttl} for g in response.grants] or None
     if grants:
@@ -124,15 +124,14 @@ def _checked(record: PendingApproval, response: ToolApprovalResponse,
         try:
             ApprovalPolicy(allow=[g["rule"] for g in grants])
         except PolicyError as exc:
-            raise _refused(call_id, f"carries a grant that is not a rule: {exc}") from None
+            raise _refused(call_id, f"the grant is not a rule: {exc}") from None
     return RecordedAnswer(call_id, record.digest, response.approved, now, response.reason,
                           response.approver, response.arguments, grants,
                           request_id if request_id is not None else held)
 
 
 def _refused(call_id: str, problem: str) -> ApprovalError:
-    return ApprovalError(f"the answer to call {call_id} {problem}. Nothing was recorded.",
-                         [call_id])
+    return ApprovalError(f"call {call_id}: {problem}. Nothing was recorded.", [call_id])
 
 
 def answer_for(session: AgentSession, call_id: str) -> RecordedAnswer | None:

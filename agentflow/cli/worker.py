@@ -1,0 +1,249 @@
+"""``agentflow worker --store URL``: resume the sessions whose waiting calls were
+answered (``agentflow inbox``, ``SessionStore.answer``; SPEC R4, R22, R26).
+
+A worker has the chat's built-in tools and its ``--mcp`` servers, set up by the same
+flags as ``agentflow chat``. It resumes a session only when the settings the session
+remembers (endpoint, model, API-key variable, tools, workspace, system prompt …) are
+the worker's own, so an answer given in the inbox never runs with an endpoint, key or
+workspace the person did not give this worker (R26); it skips the others, and sessions
+whose approved calls need tools it lacks, saying why once per session. Several
+workers may serve one store: the session's lease lets one resume it, the others skip
+it. A worker whose own checks refuse an answer (an edit its tools' schemas or policies
+refuse, R20) marks it refused, so the inbox asks for a new one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+
+from ..errors import ApprovalError, SessionConflictError, SessionLockedError, UsageError
+from ..stores import open_store
+from ..stores.answers import ready_responses, refuse_answers
+
+# The chat flags a worker takes (the rest keep chat's defaults: no prompt, no message).
+_CHAT_FLAGS = ("base_url", "model", "api_key_env", "profile", "system", "tools", "mcp",
+               "max_rounds", "read_timeout", "command_timeout", "output_cap", "workspace",
+               "policy", "debug")
+
+
+def add_arguments(parser) -> None:
+    """Add ``agentflow worker``'s flags: ``--store``, ``--once``, ``--poll`` and the
+    chat flags that set up the agent (``agentflow chat --help``).
+
+    Args:
+        parser: the ``worker`` subcommand's ``argparse.ArgumentParser``.
+    """
+    from .chat import add_arguments as add_chat_arguments
+    chat = argparse.ArgumentParser(add_help=False)
+    add_chat_arguments(chat)
+    parser.add_argument("--store", required=True, metavar="URL",
+                        help="sqlite:///sessions.db, postgresql://… or file:///folder")
+    parser.add_argument("--once", action="store_true",
+                        help="resume what is answered now, then stop")
+    parser.add_argument("--poll", type=float, default=1.0, metavar="SECONDS",
+                        help="seconds between looks at the store (default 1)")
+    for action in chat._actions:
+        if action.dest in _CHAT_FLAGS:
+            parser._add_action(action)
+
+
+def chat_args(args) -> argparse.Namespace:
+    """The ``agentflow chat`` arguments a worker's sessions run with: chat's defaults
+    (no message, no prompt, no ``--approve-all``), the worker's flags over them.
+
+    Args:
+        args: the worker's ``argparse.Namespace``.
+
+    Returns:
+        argparse.Namespace: for ``Chat``.
+    """
+    from .chat import add_arguments as add_chat_arguments
+    parser = argparse.ArgumentParser(add_help=False)
+    add_chat_arguments(parser)
+    made = parser.parse_args([])
+    for name in _CHAT_FLAGS:
+        setattr(made, name, getattr(args, name))
+    made.store = args.store
+    return made
+
+
+def own_settings(args) -> dict:
+    """The settings a chat with these flags would remember (``chat.SETTINGS``), with
+    which a session's remembered ones are compared (SPEC R26).
+
+    Args:
+        args: the ``agentflow chat`` ``argparse.Namespace`` (``chat_args``).
+
+    Returns:
+        dict: setting name → value.
+    """
+    from .chat import _REMEMBERED
+    mine = {name: getattr(args, name) if getattr(args, name) is not None else default
+            for name, default in _REMEMBERED.items()}
+    mine["workspace"] = os.path.realpath(args.workspace or os.getcwd())
+    return mine
+
+
+def settings_problem(remembered, mine: dict) -> str | None:
+    """Why a worker may not resume a session with these remembered settings (SPEC
+    R26), or ``None`` when they are its own.
+
+    Args:
+        remembered: the session's ``state["chat"]`` (dict), or ``None``.
+        mine: ``own_settings`` of the worker.
+
+    Returns:
+        str | None: which settings differ, e.g. ``--base-url: the session remembers
+        'http://a/v1', this worker has 'http://b/v1'``.
+    """
+    from .chat import _REMEMBERED
+    if not isinstance(remembered, dict):
+        return ("it was not started by agentflow chat (no remembered settings); resume it "
+                "with the application's own agent (store.answered())")
+    differ = []
+    for name, default in _REMEMBERED.items():
+        held = remembered.get(name, default)
+        if name == "tools":
+            held, own = _names(held), _names(mine[name])
+        else:
+            own = mine[name]
+        if held != own:
+            from ..redact import mask_url
+            shown = (lambda v: mask_url(v) if isinstance(v, str) else v)
+            differ.append(f"--{name.replace('_', '-')}: the session remembers "
+                          f"{shown(held)!r}, this worker has {shown(own)!r}")
+    return "; ".join(differ) or None
+
+
+def _names(tools) -> list:
+    text = tools if isinstance(tools, str) else ""
+    return sorted(n.strip() for n in text.split(",") if n.strip() and n.strip() != "none")
+
+
+class Worker:
+    """Resumes answered sessions of one store.
+
+    Args:
+        args: the worker's ``argparse.Namespace`` (``add_arguments``).
+        servers: the started MCP servers (``MCPServer`` list).
+        out: a text stream for what it does; default ``sys.stdout``.
+    """
+
+    def __init__(self, args, servers=(), out=None):
+        self.args, self.servers = args, list(servers)
+        self.out = out or sys.stdout
+        self.chat_args = chat_args(args)
+        self.mine = own_settings(self.chat_args)
+        self.reported: dict[str, str] = {}  # session id -> why it was skipped (said once)
+        self.resumed = 0
+
+    def say(self, text: str) -> None:
+        """Print one line of the worker's log."""
+        self.out.write(f"worker: {text}\n")
+        self.out.flush()
+
+    def sweep(self, store) -> int:
+        """Resume every session answered now.
+
+        Args:
+            store: the open ``SessionStore``.
+
+        Returns:
+            int: how many sessions this call resumed.
+        """
+        done = 0
+        for session_id in list(store.answered()):
+            try:
+                done += self.resume(store, session_id)
+            except SessionLockedError:
+                continue  # another worker has it open: it resumes it
+            except SessionConflictError as exc:
+                self.say(f"{session_id}: another worker wrote it first ({exc})")
+        return done
+
+    def resume(self, store, session_id: str) -> int:
+        """Resume one answered session, unless it is not this worker's to resume.
+
+        Returns:
+            int: 1 when it ran, else 0.
+        """
+        from .chat import SETTINGS, Chat, Output
+        with store.open(session_id) as session:
+            responses = ready_responses(session)
+            if not responses:
+                return 0  # another worker resumed it first
+            problem = settings_problem(session.state.get(SETTINGS), self.mine)
+            chat = None
+            if problem is None:
+                try:
+                    chat = Chat(self.chat_args, session, Output(False, self.out),
+                                interactive=False, mcp_servers=self.servers)
+                except UsageError as exc:
+                    problem = str(exc)
+            if chat is not None:
+                lacking = sorted({c.name for c in session.pending_tool_calls
+                                  if c.name not in chat.tools and any(
+                                      r.call_id == c.id and r.approved for r in responses)})
+                if lacking:
+                    problem = f"its approved calls need tools this worker lacks: " \
+                              f"{', '.join(lacking)} (give the --tools or --mcp it ran with)"
+            if problem is not None:
+                if self.reported.get(session_id) != problem:
+                    self.reported[session_id] = problem
+                    self.say(f"skipped {session_id}: {problem}")
+                return 0
+            self.reported.pop(session_id, None)
+            self.chat_args.session = session_id
+            self.say(f"resuming {session_id} ({len(responses)} answer"
+                     f"{'s' if len(responses) > 1 else ''})")
+            try:
+                status = chat.converse([], responses)
+            except ApprovalError as exc:
+                refuse_answers(session, str(exc))
+                self.say(f"refused the answers to {session_id}: {exc}")
+                return 0
+        self.resumed += 1
+        self.say(f"{session_id}: {'paused again' if status == 3 else 'done'}")
+        return 1
+
+
+def worker_command(args, out=None) -> int:
+    """``agentflow worker``: resume answered sessions until Ctrl-C (or, with
+    ``--once``, those answered now).
+
+    Args:
+        args: the ``argparse.Namespace`` of ``add_arguments``' flags.
+        out: a text stream for the log; default ``sys.stdout``.
+
+    Returns:
+        int: the exit status: 0, or 2 for bad usage (a flag, a missing API key).
+    """
+    from .chat import _start_mcp_servers, mcp_summary
+    out = out or sys.stdout
+    try:
+        with contextlib.ExitStack() as stack:
+            servers = _start_mcp_servers(args.mcp, stack)
+            for server in servers:
+                out.write(mcp_summary(server) + "\n")
+            store = stack.enter_context(open_store(args.store))
+            worker = Worker(args, servers, out)
+            worker.say(f"serving {_shown_store(args.store)}")
+            while True:
+                worker.sweep(store)
+                if args.once:
+                    return 0
+                time.sleep(args.poll)
+    except UsageError as exc:
+        print(f"agentflow: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+
+
+def _shown_store(url: str) -> str:
+    from ..redact import mask_url
+    return mask_url(url)
