@@ -1,0 +1,473 @@
+"""The approval inbox over HTTP (issue 31; SPEC R19, R20, R22, R24, R25, R26): durable
+answers in the store, the page's security (token, Host, Origin, CSRF, CSP), escaping,
+double answers, edits checked against the recorded schema, workers that resume, and
+the webhook. The same flows in a real browser: test_inbox_browser.py (make test-slow)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from agentflow import AgentRunOptions, ApprovalRequiredTool, ToolApprovalResponse, tool
+from agentflow.cli import inbox_notify
+from agentflow.cli.inbox import CSP
+from agentflow.errors import ApprovalError
+from agentflow.stores import open_store
+from agentflow.stores.answers import ready_responses
+from agentflow.testing.replay import ReplayServer, chat_stream
+from helpers_cli import KEY
+from helpers_inbox import Client, pause_chat, running_inbox, worker_once
+
+ECHO = {"command": "echo ran >> ran.txt"}
+
+
+@pytest.fixture
+def server():
+    replay = ReplayServer().start()
+    yield replay
+    replay.stop()
+
+
+@pytest.fixture
+def url(tmp_path):
+    return f"sqlite:///{tmp_path}/sessions.db"
+
+
+def ran(tmp_path) -> list:
+    path = tmp_path / "ran.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+# -- the store's durable answers (SPEC R4, R22, R24) ------------------------------------
+
+def paused_library_session(make_agent, store, session_id="s", call_id="c1"):
+    """A library agent (not the chat) paused on a call of ``transfer(amount: int)``."""
+    runs = []
+
+    @tool
+    def transfer(amount: int) -> str:
+        """Send money.
+
+        Args:
+            amount: in euros.
+        """
+        runs.append(amount)
+        return f"sent {amount}"
+
+    agent, server = make_agent([chat_stream(tool_calls=[(call_id, "transfer",
+                                                         '{"amount": 120}')]),
+                                chat_stream(text="Done.")],
+                               tools=[ApprovalRequiredTool(transfer)])
+    with store.open(session_id) as session:
+        list(agent.run("pay", session))
+    return agent, server, runs
+
+
+def test_r22_answers_are_recorded_then_a_worker_resumes_with_them(make_agent, store):
+    agent, server, runs = paused_library_session(make_agent, store)
+    [entry] = store.pending()
+    # what the gate kept for an inbox that has none of the tools (R20)
+    assert entry.description.startswith("Send money.")
+    assert entry.parameters["properties"]["amount"]["type"] == "integer"
+    assert entry.why == "transfer always asks" and entry.exact_rules == ["transfer"]
+    assert list(store.answered()) == []
+
+    store.answer("s", [ToolApprovalResponse("c1", True, digest=entry.digest, approver="dana")])
+    assert store.pending()[0].answer.approver == "dana"
+    assert runs == []  # recording runs nothing
+    assert list(store.answered()) == ["s"]
+    with store.open("s") as session:
+        responses = ready_responses(session)
+        list(agent.run([], session, AgentRunOptions(tool_approval_responses=responses)))
+    assert runs == [120]
+    assert store.pending() == [] and list(store.answered()) == []
+    held = store.load("s")
+    assert held.approvals.answers == []  # consumed with the record
+    assert [(a.outcome, a.approver) for a in held.audit] == [("approved", "dana")]
+    with pytest.raises(ApprovalError, match=r"call c1: already answered by dana at .* "
+                                            r"\(approved\)"):
+        store.answer("s", [ToolApprovalResponse("c1", True, digest=entry.digest)])
+
+
+def test_r24_an_answer_is_bound_to_the_request_shown(make_agent, store):
+    paused_library_session(make_agent, store)
+    [entry] = store.pending()
+    wrong = [ToolApprovalResponse("c1", True),                                # no digest
+             ToolApprovalResponse("c1", True, digest="0" * 64),              # another call's
+             ToolApprovalResponse("c9", True, digest=entry.digest),           # no such call
+             ToolApprovalResponse("c1", True, digest=entry.digest,
+                                  arguments={"amount": "all of it"}),         # R20: schema
+             ToolApprovalResponse("c1", True, digest=entry.digest,
+                                  grant="transfer(")]                         # not a rule
+    problems = ["carries no digest", "digest other than the recorded one",
+                "does not wait for approval in session 's' \\(waiting: c1\\)",
+                "do not fit transfer's schema", "the grant is not a rule"]
+    for response, problem in zip(wrong, problems):
+        with pytest.raises(ApprovalError, match=problem):
+            store.answer("s", [response])
+    assert store.load("s").approvals.answers == []  # nothing recorded, all or none
+    with pytest.raises(KeyError):
+        store.answer("nope", [ToolApprovalResponse("c1", True, digest=entry.digest)])
+
+
+def test_r22_racing_answers_record_one(make_agent, store_url):
+    """Two answers at once (two browsers): the compare-and-swap lets one in, the other
+    is checked again against it and refused."""
+    with open_store(store_url) as store:
+        paused_library_session(make_agent, store)
+        digest = store.pending()[0].digest
+    outcomes, barrier = [], threading.Barrier(2)
+
+    def answer(who):
+        with open_store(store_url) as mine:
+            barrier.wait()
+            try:
+                mine.answer("s", [ToolApprovalResponse("c1", who == "ann", digest=digest,
+                                                       approver=who)])
+                outcomes.append(("recorded", who))
+            except ApprovalError as exc:
+                outcomes.append(("refused", str(exc)))
+    threads = [threading.Thread(target=answer, args=(w,)) for w in ("ann", "bob")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(o[0] for o in outcomes) == ["recorded", "refused"]
+    winner = next(o[1] for o in outcomes if o[0] == "recorded")
+    assert f"already answered by {winner}" in next(o[1] for o in outcomes if o[0] == "refused")
+    with open_store(store_url) as store:
+        assert [a.approver for a in store.load("s").approvals.answers] == [winner]
+
+
+# -- the page's security ------------------------------------------------------------------
+
+def test_every_request_needs_the_token_and_the_link_sets_a_strict_cookie(server, url,
+                                                                        tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        for path in ("/", "/entries", "/events", "/inbox.js", "/inbox.css"):
+            status, _, body = client.request("GET", path)
+            assert (status, body) == (403, "this inbox needs its token: open the link "
+                                           "agentflow inbox printed\n"), path
+        assert client.request("GET", "/?token=" + "x" * 43)[0] == 403
+        client.cookie = f"agentflow_inbox_{inbox.port}=wrong"
+        assert client.request("GET", "/")[0] == 403
+
+        status, headers, _ = client.request("GET", f"/?token={inbox.token}")
+        assert status == 303 and headers["Location"] == "/"  # the token leaves the URL
+        assert headers["Set-Cookie"] == (f"agentflow_inbox_{inbox.port}={inbox.token}; "
+                                         "HttpOnly; SameSite=Strict; Path=/")
+        client.cookie = headers["Set-Cookie"].split(";")[0]
+        status, headers, page = client.request("GET", "/")
+        assert status == 200 and headers["Content-Security-Policy"] == CSP
+        assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP
+        assert headers["X-Frame-Options"] == "DENY"
+        # no inline script or style: the only script is the served file
+        assert re.findall(r"<script[^>]*>", page) == ['<script src="/inbox.js" defer>']
+        assert "<style" not in page and " style=" not in page and "onclick" not in page
+        assert client.request("GET", "/inbox.js")[1]["Content-Type"].startswith(
+            "text/javascript")
+        # another Host (DNS rebinding) is refused even with the cookie
+        status, _, body = client.request("GET", "/", headers={"Host": "evil.example:80"})
+        assert (status, body) == (403, "this inbox answers only on its own address\n")
+
+
+def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(server, url,
+                                                                        tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        fields = {**client.form("t-1", "call_1"), "action": "approve"}
+        assert client.answer(fields, origin="http://evil.example") == (
+            403, "refused: the request does not come from this inbox's page (Origin)")
+        assert client.answer(fields, origin=None)[0] == 403
+        assert client.answer({**fields, "csrf": "forged"}) == (
+            403, "refused: the form's CSRF token is missing or wrong; reload the page")
+        assert client.answer({k: v for k, v in fields.items() if k != "csrf"})[0] == 403
+        stranger = Client(inbox)  # the right origin and form, but no token
+        assert stranger.answer(fields)[0] == 403
+        with open_store(url) as store:
+            assert store.pending()[0].answer is None  # nothing was recorded
+        assert client.answer(fields) == (200, f"approved by {inbox.approver}; a worker "
+                                              "resumes the session")
+
+
+def test_r25_untrusted_text_is_escaped_and_made_visible(server, url, tmp_path):
+    nasty = "echo <script>alert(1)</script> \x1b]52;c;aGk=\x07 \u202egnp.exe \u200b&"
+    pause_chat(server, url, "t-<b>", [("call_<i>", "run_command", {"command": nasty})],
+               tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        page = client.page()
+    assert "<script>alert" not in page and "<b>" not in page and "<i>" not in page
+    assert "echo &lt;script&gt;alert(1)&lt;/script&gt; \\x1b]52;c;aGk=\\x07 \\u202egnp.exe " \
+           "\\u200b&amp;" in page  # the command, escaped, then made visible
+    assert "t-&lt;b&gt;" in page and "call_&lt;i&gt;" in page
+    for raw in ("\x1b", "\x07", "\u202e", "\u200b"):
+        assert raw not in page
+    assert "text of this call holds control or invisible characters" in page
+    # the edit box holds JSON that still means the same arguments (R20)
+    box = re.search(r'<textarea name="arguments"[^>]*>(.*?)</textarea>', page, re.S).group(1)
+    import html
+    assert json.loads(html.unescape(box)) == {"command": nasty}
+
+
+def test_no_secret_reaches_the_page(server, tmp_path):
+    url = f"sqlite:///{tmp_path}/sessions.db"
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        page = client.page() + client.page("/entries")
+    assert KEY not in page and KEY[:12] not in page and inbox.token not in page
+
+
+# -- answering from the page (SPEC R7, R19, R20, R24) -----------------------------------
+
+def test_approve_then_a_worker_runs_the_call_once(server, url, tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        fields = {**client.form("t-1", "call_1"), "action": "approve", "approver": "dana"}
+        assert client.answer(fields)[0] == 200
+        status, message = client.answer(fields)  # a double click
+        assert status == 409 and re.fullmatch(
+            r"call call_1: already answered by dana at \S+Z \(approved\)\. Nothing was "
+            r"recorded\.", message)
+        assert "answered by dana" in client.page()
+    server.queue(chat_stream(text="It ran."))
+    log = worker_once(url, server, tmp_path)
+    assert "worker: resuming t-1 (1 answer)" in log and "worker: t-1: done" in log
+    assert ran(tmp_path) == ["ran"]
+    assert worker_once(url, server, tmp_path).count("resuming") == 0  # nothing left
+    assert ran(tmp_path) == ["ran"]
+    with open_store(url) as store:
+        assert [(a.outcome, a.approver) for a in store.load("t-1").audit] == [
+            ("approved", "dana")]
+
+
+def test_a_rejection_reason_reaches_the_model(server, url, tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        assert client.answer({**client.form("t-1", "call_1"), "action": "reject",
+                              "reason": "not on a Friday"})[0] == 200
+    server.queue(chat_stream(text="OK."))
+    worker_once(url, server, tmp_path)
+    assert ran(tmp_path) == []
+    last = server.requests[-1].json["messages"][-1]
+    assert last == {"role": "tool", "tool_call_id": "call_1",
+                    "content": "Rejected: not on a Friday"}
+
+
+def test_r20_an_edit_that_fails_the_schema_is_refused_and_a_good_one_runs(server, url,
+                                                                         tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", {"command": "rm -rf /"})],
+               tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        fields = {**client.form("t-1", "call_1"), "action": "edit"}
+        for arguments, problem in ((json.dumps({"command": 5}), "do not fit run_command's "
+                                    "schema: arguments.command must be string, got 5"),
+                                   (json.dumps({"cmd": "ls"}), "do not fit"),
+                                   ("[1, 2]", "must be a JSON object"),
+                                   ("{nope", "are not JSON")):
+            status, message = client.answer({**fields, "arguments": arguments})
+            assert status == 400 and problem in message, message
+        with open_store(url) as store:
+            assert store.pending()[0].answer is None
+        assert client.answer({**fields, "arguments": json.dumps(ECHO)})[0] == 200
+    server.queue(chat_stream(text="Edited."))
+    worker_once(url, server, tmp_path)
+    assert ran(tmp_path) == ["ran"]
+    with open_store(url) as store:
+        held = store.load("t-1")
+    assert json.loads(held.messages[1].tool_calls[0].arguments) == ECHO  # what ran (R20)
+
+
+def test_r19_always_allow_grants_the_rule_for_the_session(server, url, tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        page = client.page()
+        # the exact rule offered (canonical form, agentflow.shell), as the gate made it
+        assert ">run_command(echo ran &gt;&gt;ran.txt)</textarea>" in page
+        fields = {**client.form("t-1", "call_1", page), "action": "always",
+                  "rules": "run_command(echo ran >>ran.txt)", "ttl": "3600"}
+        assert client.answer(fields) == (200, f"approved, with a grant by {inbox.approver}"
+                                              "; a worker resumes the session")
+    server.queue(chat_stream(text="Once."))
+    worker_once(url, server, tmp_path)
+    with open_store(url) as store:
+        [grant] = store.load("t-1").grants
+    assert grant.rule == "run_command(echo ran >>ran.txt)"
+    assert grant.expires_at - grant.granted_at == 3600
+
+
+def test_r26_a_worker_skips_sessions_whose_settings_are_not_its_own(server, url, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path,
+               "--workspace", str(other))
+    with open_store(url) as store:
+        entry = store.pending()[0]
+        store.answer("t-1", [ToolApprovalResponse("call_1", True, digest=entry.digest)])
+    log = worker_once(url, server, tmp_path)
+    assert (f"worker: skipped t-1: --workspace: the session remembers {str(other)!r}, "
+            f"this worker has {str(tmp_path)!r}") in log
+    assert "resuming" not in log and ran(other) == []
+    with open_store(url) as store:
+        assert list(store.answered()) == ["t-1"]  # left for a worker that matches
+    server.queue(chat_stream(text="Ran there."))
+    assert "resuming t-1" in worker_once(url, server, tmp_path, "--workspace", str(other))
+    assert ran(other) == ["ran"]
+
+
+def test_a_worker_refuses_an_answer_its_own_policy_denies_and_the_page_asks_again(
+        server, url, tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", {"command": "ls"})],
+               tmp_path)
+    with open_store(url) as store:
+        entry = store.pending()[0]
+        store.answer("t-1", [ToolApprovalResponse("call_1", True, digest=entry.digest,
+                                                  arguments={"command": "rm -rf x"})])
+    policy = tmp_path / "deny.json"
+    policy.write_text(json.dumps({"deny": ["run_command(rm *)"]}))
+    log = worker_once(url, server, tmp_path, "--policy", str(policy))
+    assert "refused the answers to t-1" in log and "denied by policy" in log
+    with open_store(url) as store:
+        [entry] = store.pending()
+        assert "denied by policy" in entry.answer.refused
+        assert list(store.answered()) == []
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        page = client.page()
+        assert "a worker could not use the answer" in page
+        assert client.answer({**client.form("t-1", "call_1", page), "action": "reject"})[0] \
+            == 200
+
+
+# -- live updates and paging ------------------------------------------------------------------
+
+def test_events_announce_a_change(server, url, tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        import http.client
+        connection = http.client.HTTPConnection("127.0.0.1", inbox.port, timeout=30)
+        connection.request("GET", "/events", headers={
+            "Host": f"127.0.0.1:{inbox.port}", "Cookie": client.cookie})
+        events = connection.getresponse()
+        assert events.headers["Content-Type"] == "text/event-stream"
+
+        def next_event():
+            lines = []
+            while True:
+                line = events.fp.readline().decode().rstrip("\n")
+                if line.startswith("event:"):
+                    lines.append(line)
+                elif line.startswith("data:") and lines:
+                    return int(line.split(":", 1)[1])
+        first = next_event()
+        pause_chat(server, url, "t-2", [("call_1", "run_command", ECHO)], tmp_path)
+        assert next_event() > first  # the watcher saw t-2 start waiting
+        connection.close()
+        assert client.page().count('<article class="call') == 2
+
+
+def test_the_list_is_paged_oldest_first(make_agent, tmp_path):
+    from agentflow.cli import inbox_page
+    url = f"sqlite:///{tmp_path}/s.db"
+    with open_store(url) as store:
+        for i in range(inbox_page.PAGE_SIZE + 3):
+            paused_library_session(make_agent, store, f"s{i:03d}")
+    with running_inbox(url) as inbox:
+        client = Client(inbox)
+        client.login()
+        first = client.page()
+        sessions = re.findall(r"session <code>(s\d+)</code>", first)
+        assert sessions == [f"s{i:03d}" for i in range(inbox_page.PAGE_SIZE)]
+        assert f"{inbox_page.PAGE_SIZE + 3} waiting" in first
+        after = re.search(r'href="/\?after=(\w+)">next page', first).group(1)
+        rest = re.findall(r"session <code>(s\d+)</code>", client.page(f"/?after={after}"))
+        assert rest == [f"s{i:03d}" for i in range(inbox_page.PAGE_SIZE,
+                                                   inbox_page.PAGE_SIZE + 3)]
+
+
+# -- the webhook --------------------------------------------------------------------------------
+
+class Hook(BaseHTTPRequestHandler):
+    replies: list = []  # statuses to answer, in order; then 204
+    bodies: list = []
+
+    def do_POST(self):
+        Hook.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self.send_response(Hook.replies.pop(0) if Hook.replies else 204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hook():
+    Hook.replies, Hook.bodies = [], []
+    httpd = HTTPServer(("127.0.0.1", 0), Hook)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_notify_posts_a_small_webhook_when_a_call_starts_waiting(server, url, tmp_path,
+                                                                 hook, monkeypatch, capsys):
+    monkeypatch.setattr(inbox_notify, "BACKOFF", 0.01)
+    Hook.replies = [500, 503]  # two failures, then delivered
+    with running_inbox(url, notify=f"http://127.0.0.1:{hook.server_port}/hooks/s3cr3t") \
+            as inbox:
+        pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+        for _ in range(400):
+            if inbox.notifier.delivered:
+                break
+            threading.Event().wait(0.01)
+        assert inbox.notifier.delivered == 1
+        token = inbox.token
+    first, *_, body = Hook.bodies
+    assert len(Hook.bodies) == 3 and first == body
+    assert set(body) == {"text", "content", "session_id", "call_id", "tool", "digest",
+                         "issued_at", "link"}
+    assert (body["session_id"], body["call_id"], body["tool"]) == ("t-1", "call_1",
+                                                                   "run_command")
+    assert body["text"].startswith("agentflow: run_command waits for approval in session "
+                                   "t-1: echo ran >> ran.txt — http://127.0.0.1:")
+    assert token not in json.dumps(body) and KEY not in json.dumps(body)
+    err = capsys.readouterr().err
+    assert "could not notify 127.0.0.1 of call call_1 (HTTP 500); trying again" in err
+    assert "s3cr3t" not in err  # the webhook's path is its secret
+
+
+def test_notify_gives_up_after_a_bounded_number_of_attempts(hook, monkeypatch, capsys):
+    monkeypatch.setattr(inbox_notify, "BACKOFF", 0.01)
+    Hook.replies = [503] * 10
+    notifier = inbox_notify.Notifier(f"http://127.0.0.1:{hook.server_port}/", "http://x")
+    notifier._post(b"{}", "call_9")
+    assert len(Hook.bodies) == inbox_notify.ATTEMPTS and notifier.failed == 1
+    assert (f"gave up after {inbox_notify.ATTEMPTS} attempts"
+            in capsys.readouterr().err)
+    with pytest.raises(ValueError, match="http:// or https://"):
+        inbox_notify.Notifier("file:///etc/passwd", "http://x")
