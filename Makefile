@@ -8,6 +8,10 @@ TEST_EXTRAS := mcp,postgres
 NODE_TOOLS := .node-tools
 NODE_STAMP := $(NODE_TOOLS)/.installed
 MCP_FILESYSTEM := @modelcontextprotocol/server-filesystem@2026.8.31
+# The browser tests of make test-slow (tests/test_inbox_browser.py) drive Debian's
+# chromium (.ci/run installs it) with Playwright; `playwright install` is never run.
+PLAYWRIGHT := playwright==1.65.2
+PLAYWRIGHT_STAMP := $(VENV)/.playwright-installed
 
 .PHONY: demo test test-slow conformance conformance-peers bench clean
 
@@ -42,7 +46,11 @@ test: $(STAMP) $(NODE_STAMP)
 # it, where make test runs those commands in-process.
 CLI_TESTS := $(shell grep -l -e run_agentflow -e run_chat tests/test_*.py)
 
-test-slow: $(STAMP) $(NODE_STAMP)
+$(PLAYWRIGHT_STAMP): $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet '$(PLAYWRIGHT)'
+	touch $@
+
+test-slow: $(STAMP) $(NODE_STAMP) $(PLAYWRIGHT_STAMP)
 	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -m slow $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= CLI_TESTS_IN_SUBPROCESS=1 $(VENV)/bin/python -m pytest -q \
 		-m "not slow" $(CLI_TESTS) $(PYTEST_ARGS)

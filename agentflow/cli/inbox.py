@@ -106,6 +106,12 @@ class Inbox:
 
         A seam for issue 28's ``pending(limit=, after=)``: the page still reads the
         whole list and cuts its page from it.
+
+        Args:
+            store: an open ``SessionStore`` to read, or ``None`` for a new connection.
+
+        Returns:
+            list[PendingEntry]: the waiting calls.
         """
         if store is not None:
             return store.pending()
@@ -114,6 +120,10 @@ class Inbox:
 
     def page(self, after: str | None) -> tuple[list, int, str | None]:
         """One page of waiting calls after ``after`` (an ``entry_key`` cursor).
+
+        Args:
+            after: the cursor (str) the page starts after, or ``None`` for the first;
+                a cursor whose call no longer waits gives the first page.
 
         Returns:
             tuple: ``(entries, total, next_cursor)``.
@@ -155,7 +165,15 @@ class Inbox:
 
     def wait_for_change(self, seen: int, timeout: float) -> int:
         """Block until the change counter differs from ``seen`` (or ``timeout``
-        seconds pass, or the server stops); returns the counter."""
+        seconds pass, or the server stops).
+
+        Args:
+            seen: the counter (int) the caller last saw.
+            timeout: seconds (float) to wait at most.
+
+        Returns:
+            int: the counter now.
+        """
         with self._changed:
             self._changed.wait_for(lambda: self.version != seen or self.stopping, timeout)
             return self.version
@@ -198,6 +216,12 @@ class Inbox:
 
     def answer(self, form: dict) -> tuple[int, str]:
         """Record one answer from the page's form (SPEC R19, R20, R24).
+
+        Args:
+            form: the form's fields (dict of str): ``session``, ``call_id``, ``digest``,
+                ``request_id``, ``action`` (``approve``, ``reject``, ``edit``,
+                ``always``), ``reason``, ``arguments`` (JSON), ``rules`` (one a line),
+                ``ttl`` (seconds) and ``approver``.
 
         Returns:
             tuple: ``(HTTP status, message)``.

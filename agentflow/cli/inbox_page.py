@@ -24,7 +24,15 @@ except ImportError:  # pragma: no cover - until then, the same rule here
 
     def safe_text(text: str, multiline: bool = False) -> str:
         """``text`` with each character a terminal or page could act on shown as an
-        escape (SPEC R25); newlines and tabs kept when ``multiline``."""
+        escape (SPEC R25).
+
+        Args:
+            text: untrusted text (str).
+            multiline: keep newlines and tabs.
+
+        Returns:
+            str: the text to show.
+        """
         keep = "\n\t" if multiline else ""
         return "".join(c if c in keep or unicodedata.category(c) not in _UNSAFE
                        else _escape(c) for c in text)
@@ -132,7 +140,8 @@ def render_entry(entry: PendingEntry, csrf: str) -> str:
     subject = []
     if entry.mcp_tool:
         subject.append(f'<p class="mcp">MCP tool <code>{e(entry.mcp_tool)}</code></p>')
-    if entry.subject and arguments is not None and entry.subject in arguments:
+    if entry.subject and arguments is not None and entry.subject in arguments and not (
+            entry.preview or "").startswith("$ "):  # a command's preview is its line
         subject.append(f'<p class="subject-arg">{e(entry.subject)}: <code>'
                        f'{e(arguments[entry.subject], multiline=True)}</code></p>')
     if entry.preview:

@@ -142,7 +142,11 @@ class Worker:
         self.resumed = 0
 
     def say(self, text: str) -> None:
-        """Print one line of the worker's log."""
+        """Print one line of the worker's log.
+
+        Args:
+            text: the line (str), without its newline.
+        """
         self.out.write(f"worker: {text}\n")
         self.out.flush()
 
@@ -167,6 +171,10 @@ class Worker:
 
     def resume(self, store, session_id: str) -> int:
         """Resume one answered session, unless it is not this worker's to resume.
+
+        Args:
+            store: the open ``SessionStore``.
+            session_id: the session's id (str).
 
         Returns:
             int: 1 when it ran, else 0.
