@@ -9,8 +9,31 @@ import http.client
 import re
 from urllib.parse import urlencode
 
+import pytest
+
 from agentflow.cli.inbox import Inbox
+from agentflow.testing.replay import ReplayServer
 from helpers_cli import calls_reply, run_agentflow, run_chat
+
+
+@pytest.fixture
+def server():
+    """A running ``ReplayServer`` with an empty queue (``server.queue(...)``)."""
+    replay = ReplayServer().start()
+    yield replay
+    replay.stop()
+
+
+@pytest.fixture
+def url(tmp_path):
+    """A SQLite store's URL in the test's folder."""
+    return f"sqlite:///{tmp_path}/sessions.db"
+
+
+def ran(folder) -> list:
+    """The lines ``echo ran >> ran.txt`` left in ``folder``: how often it really ran."""
+    path = folder / "ran.txt"
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def pause_chat(server, url: str, session_id: str, calls, cwd, *flags) -> None:

@@ -18,28 +18,12 @@ from agentflow.cli.inbox import CSP
 from agentflow.errors import ApprovalError
 from agentflow.stores import open_store
 from agentflow.stores.answers import ready_responses
-from agentflow.testing.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import chat_stream
 from helpers_cli import KEY
-from helpers_inbox import Client, pause_chat, running_inbox, worker_once
+from helpers_inbox import (Client, pause_chat, ran, running_inbox, server,  # noqa: F401
+                           url, worker_once)
 
 ECHO = {"command": "echo ran >> ran.txt"}
-
-
-@pytest.fixture
-def server():
-    replay = ReplayServer().start()
-    yield replay
-    replay.stop()
-
-
-@pytest.fixture
-def url(tmp_path):
-    return f"sqlite:///{tmp_path}/sessions.db"
-
-
-def ran(tmp_path) -> list:
-    path = tmp_path / "ran.txt"
-    return path.read_text().splitlines() if path.exists() else []
 
 
 # -- the store's durable answers (SPEC R4, R22, R24) ------------------------------------

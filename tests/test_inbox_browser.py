@@ -14,14 +14,14 @@ import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from pathlib import Path
 
 import pytest
 
 from agentflow.stores import open_store
-from agentflow.testing.replay import ReplayServer, chat_stream
+from agentflow.testing.replay import chat_stream
 from helpers_cli import AGENTFLOW, child_env
-from helpers_inbox import pause_chat, running_inbox, worker_once
+from helpers_inbox import (pause_chat, ran, running_inbox, server,  # noqa: F401
+                           url, worker_once)
 
 pytestmark = pytest.mark.slow
 
@@ -58,18 +58,6 @@ def browser():
 
 
 @pytest.fixture
-def server():
-    replay = ReplayServer().start()
-    yield replay
-    replay.stop()
-
-
-@pytest.fixture
-def url(tmp_path):
-    return f"sqlite:///{tmp_path}/sessions.db"
-
-
-@pytest.fixture
 def worker(url, server, tmp_path):
     """A running ``agentflow worker`` process with the chat's defaults."""
     process = subprocess.Popen(
@@ -89,11 +77,6 @@ def eventually(check, what: str):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
-
-
-def ran(folder) -> list:
-    path = Path(folder) / "ran.txt"
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def open_inbox(browser, inbox):

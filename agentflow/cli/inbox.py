@@ -347,6 +347,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, "text/html; charset=utf-8", content.encode("utf-8"))
         if parts.path == "/events":
             return self._events()
+        if parts.path == "/favicon.ico":
+            return self._send(204, "image/x-icon", b"")
         name = parts.path.lstrip("/")
         if name in _TYPES:
             with open(os.path.join(_ASSETS, name), "rb") as handle:

@@ -25,25 +25,32 @@ async function submit(event) {
   body.set("action", button ? button.value : "approve");
   body.set("approver", approverBox().value);
   body.set("csrf", csrf());
-  const article = form.closest("article");
-  const result = article.querySelector(".result");
+  const key = form.closest("article").dataset.key;
+  // A live update may replace the call's article meanwhile: find it again each time.
+  const article = () => document.querySelector(`article.call[data-key="${key}"]`);
+  const show = (text, kind) => {
+    const found = article();
+    if (!found) return;
+    const result = found.querySelector(".result");
+    result.className = "result" + (kind ? " " + kind : "");
+    result.textContent = text;
+  };
   for (const b of form.querySelectorAll("button")) b.disabled = true;
-  result.className = "result";
-  result.textContent = "sending…";
+  show("sending…");
+  let ok = false;
   try {
     const reply = await fetch("/answer", {
       method: "POST", body, credentials: "same-origin",
       headers: {"Accept": "application/json"}});
     const data = await reply.json();
-    result.textContent = data.message;
-    result.classList.add(data.ok ? "ok" : "error");
-    if (data.ok) article.dataset.state = "answered";
+    ok = data.ok;
+    show(data.message, ok ? "ok" : "error");
   } catch (error) {
-    result.textContent = "could not reach the inbox: " + error;
-    result.classList.add("error");
+    show("could not reach the inbox: " + error, "error");
   }
-  if (article.dataset.state !== "answered")
-    for (const b of form.querySelectorAll("button")) b.disabled = false;
+  const now = article();
+  if (now && ok) now.dataset.state = "answered";
+  if (now && !ok) for (const b of now.querySelectorAll("form button")) b.disabled = false;
 }
 
 // Swap in the server's fresh list, keeping each call a person is typing into.
