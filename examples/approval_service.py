@@ -1,9 +1,10 @@
-"""An approval service with many workers and one session store (SPEC R16, R22).
+"""An approval service with many workers and one session store (SPEC R16, R22, R24).
 
 Run two (or twenty) copies of this small HTTP service, on one machine with SQLite or
 on many with PostgreSQL, behind any load balancer. A conversation is a session in the
-store, so any worker can serve any request: the one that pauses a run for approval
-and the one that resumes it when a human answers need not be the same process.
+store, so any worker can serve any request: the one that pauses a run for approval,
+the one that records a human's answer, and the one that resumes the run need not be
+the same process.
 
     export OPENAI_API_KEY=...                       # or --base-url for Ollama & co.
     python examples/approval_service.py --store sqlite:///sessions.db --port 8001 &
@@ -13,25 +14,32 @@ and the one that resumes it when a human answers need not be the same process.
     curl -d '{"message": "Refund order 42, it arrived broken"}' localhost:8001/sessions/t-42
     # the approval inbox, from any worker: every call waiting, oldest first
     curl localhost:8002/pending
-    # a human approves; worker 2 resumes the run from the store
-    curl -d '{"call_id": "call_1", "approved": true, "approver": "dana"}' \\
+    # a human answers (bound to the digest the inbox showed); the answer is recorded
+    curl -d '{"call_id": "call_1", "digest": "…", "approved": true, "approver": "dana"}' \\
          localhost:8002/sessions/t-42/answer
+    # whichever worker looks first resumes the run; the session tells how it ended
+    curl localhost:8001/sessions/t-42
+
+People can answer from a browser too: ``agentflow inbox --store sqlite:///sessions.db``
+records answers the same way, and these workers resume them.
 
 Endpoints (JSON in, JSON out):
 
     POST /sessions/ID         {"message": str}                     run a turn
-    POST /sessions/ID/answer  {"call_id", "approved", "reason"?,   answer one call;
-                               "approver"?, "digest"?}             the run goes on
-                                                                   when none is left
+    POST /sessions/ID/answer  {"call_id", "digest", "approved",    record an answer
+                               "reason"?, "approver"?}              (202)
+    GET  /sessions/ID                                              how the session stands
     GET  /pending                                                  the approval inbox
 
-A run answers ``{"status": "done" | "paused", "reply": str, "pending": [...]}``. Two
-workers resuming the same pause (a double click, a retry) cannot both run the call:
-the store's compare-and-swap refuses the second one, which answers 409 Conflict;
-an answer to a call that was already answered is 400; while the store's database is
-away (a restart) requests answer 503 with the ``StoreError``, and the store reconnects
-by itself. The refund tool's side effect is
-a line appended to ``--ledger``, so you can count how often it really ran.
+Answers are durable (``store.answer``): each is bound to the call's digest, and a
+second answer to the same call (a double click, a retry, two people) is refused with
+409 "already answered by …"; while the store's database is away (a restart) requests
+answer 503 with the ``StoreError``, and the store reconnects by itself. Each worker
+runs a resume loop beside its HTTP server:
+``for session_id in store.answered()`` opens the session (its lease lets one worker
+in; the others skip it) and runs the agent with the recorded answers, so the refund
+runs once however many workers see the answer. The refund tool's side effect is a
+line appended to ``--ledger``, so you can count how often it really ran.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import argparse
 import json
 import os
 import re
+import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from agentflow import (AgentRunOptions, ApprovalError, ApprovalRequiredTool, ChatClientAgent,
@@ -47,8 +56,9 @@ from agentflow import (AgentRunOptions, ApprovalError, ApprovalRequiredTool, Cha
                        ToolApprovalResponse, tool)
 from agentflow.errors import SessionConflictError, StoreError
 from agentflow.stores import open_store
+from agentflow.stores.answers import ready_responses
 
-ANSWERS = "answers"  # session.state: the answers given so far to the paused calls
+REPLY = "reply"  # session.state: the agent's last words, for GET /sessions/ID
 
 
 def make_agent(args) -> ChatClientAgent:
@@ -70,23 +80,73 @@ def make_agent(args) -> ChatClientAgent:
                            "a human's approval.", tools=[ApprovalRequiredTool(refund)])
 
 
+def run(agent, session, messages, responses=()) -> dict:
+    """Run the agent once; what the session now says."""
+    options = AgentRunOptions().with_tool_approval_responses(responses)
+    text, finish = [], None
+    for update in agent.run(messages, session, options):
+        if isinstance(update, TextDelta):
+            text.append(update.text)
+        elif isinstance(update, Finish):
+            finish = update
+    session.state[REPLY] = "".join(text)
+    return status(session, finish.finish_reason is FinishReason.AWAITING_APPROVAL)
+
+
+def status(session, paused: bool) -> dict:
+    return {"status": "paused" if paused else "done", "reply": session.state.get(REPLY, ""),
+            "pending": [r.call_id for r in session.approvals.pending]}
+
+
+def resume_loop(args, stop: threading.Event, poll: float = 0.2) -> None:
+    """Resume every answered session, as long as the service runs: one worker gets
+    each session's lease, the others skip it (SPEC R16, R22)."""
+    agent = make_agent(args)  # this thread's own agent and store connection
+    with open_store(args.store) as store:
+        while not stop.is_set():
+            try:
+                answered = list(store.answered())
+            except StoreError:  # the database is away; it reconnects by itself
+                answered = []
+            for session_id in answered:
+                try:
+                    with store.open(session_id) as session:
+                        responses = ready_responses(session)
+                        if responses:  # [] when another worker resumed it first
+                            run(agent, session, [], responses)
+                except (SessionConflictError, StoreError):  # another has it, or no database
+                    continue
+                except ApprovalError as exc:  # e.g. the history changed since the answer
+                    print(f"cannot resume {session_id}: {exc}", flush=True)
+            stop.wait(poll)
+
+
 class Service(BaseHTTPRequestHandler):
-    """One request at a time per process; run more processes for more throughput."""
+    """One request at a time per process, each with its own store connection; the
+    resume loop runs beside it on its own thread."""
 
     agent: ChatClientAgent
-    store = None
+    store_url = ""
 
     def do_GET(self):
-        if self.path != "/pending":
+        match = re.fullmatch(r"/sessions/([\w.-]+)", self.path)
+        if self.path != "/pending" and match is None:
             return self.reply(404, {"error": "no such page"})
         try:
-            entries = self.store.pending()
+            with open_store(self.store_url) as store:
+                if self.path == "/pending":
+                    return self.reply(200, [
+                        {"session": e.session_id, "call_id": e.call_id, "tool": e.tool,
+                         "arguments": e.arguments, "digest": e.digest,
+                         "answered_by": e.answer.approver if e.answer else None,
+                         "age_seconds": round(e.age, 1),
+                         **({"error": e.error} if e.error else {})} for e in store.pending()])
+                session = store.load(match.group(1))
+                self.reply(200, status(session, bool(session.approvals.pending)))
+        except KeyError as exc:
+            self.reply(404, {"error": str(exc)})
         except StoreError as exc:  # the database is away: say so, it reconnects by itself
-            return self.reply(503, {"error": str(exc)})
-        self.reply(200, [{"session": e.session_id, "call_id": e.call_id, "tool": e.tool,
-                          "arguments": e.arguments, "digest": e.digest,
-                          "age_seconds": round(e.age, 1),
-                          **({"error": e.error} if e.error else {})} for e in entries])
+            self.reply(503, {"error": str(exc)})
 
     def do_POST(self):
         match = re.fullmatch(r"/sessions/([\w.-]+)(/answer)?", self.path)
@@ -94,51 +154,28 @@ class Service(BaseHTTPRequestHandler):
             return self.reply(404, {"error": "no such page"})
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-            session_id, answering = match.group(1), bool(match.group(2))
-            with self.store.open(session_id) as session:
-                if answering:
-                    result = self.answer(session, body)
-                else:
-                    result = self.run(session, [body["message"]])
-            self.reply(200, result)
-        except SessionConflictError as exc:  # another worker got there first
+            session_id = match.group(1)
+            with open_store(self.store_url) as store:
+                if match.group(2):
+                    answer = ToolApprovalResponse(
+                        body["call_id"], body["approved"], body.get("reason"),
+                        body.get("digest"), body.get("approver"))
+                    store.answer(session_id, [answer])
+                    return self.reply(202, {"status": "answered"})
+                with store.open(session_id) as session:
+                    self.reply(200, run(self.agent, session, [body["message"]]))
+        except ApprovalError as exc:  # "already answered by …", a digest not shown …
+            self.reply(409 if "already answered" in str(exc) else 400, {"error": str(exc)})
+        except SessionConflictError as exc:  # another worker has the session open
             self.reply(409, {"error": str(exc)})
         except StoreError as exc:  # the database is away; nothing ran twice (R16)
             self.reply(503, {"error": str(exc)})
-        except (ApprovalError, KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             self.reply(400, {"error": str(exc)})
 
-    def answer(self, session, body) -> dict:
-        """Record one human's answer; resume once every paused call has one."""
-        waiting = {r.call_id for r in session.approvals.pending}
-        if body["call_id"] not in waiting:
-            raise ApprovalError(f"call {body['call_id']!r} does not wait for an answer "
-                                f"(waiting: {', '.join(sorted(waiting)) or 'none'})")
-        answers = session.state.setdefault(ANSWERS, {})
-        answers[body["call_id"]] = body
-        if waiting - set(answers):
-            return {"status": "paused", "reply": "", "pending": sorted(waiting - set(answers))}
-        responses = [ToolApprovalResponse(a["call_id"], bool(a["approved"]), a.get("reason"),
-                                          a.get("digest"), a.get("approver"))
-                     for a in answers.values()]
-        del session.state[ANSWERS]
-        return self.run(session, [], responses)
-
-    def run(self, session, messages, responses=()) -> dict:
-        options = AgentRunOptions().with_tool_approval_responses(responses)
-        text, finish = [], None
-        for update in self.agent.run(messages, session, options):
-            if isinstance(update, TextDelta):
-                text.append(update.text)
-            elif isinstance(update, Finish):
-                finish = update
-        paused = finish.finish_reason is FinishReason.AWAITING_APPROVAL
-        return {"status": "paused" if paused else "done", "reply": "".join(text),
-                "pending": [r.call_id for r in session.approvals.pending]}
-
-    def reply(self, status: int, data) -> None:
+    def reply(self, code: int, data) -> None:
         payload = json.dumps(data).encode()
-        self.send_response(status)
+        self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -156,7 +193,11 @@ def main(argv=None) -> None:
     parser.add_argument("--model", default="gpt-4o-mini")
     parser.add_argument("--ledger", default="refunds.log", help="where refunds are written")
     args = parser.parse_args(argv)
-    Service.agent, Service.store = make_agent(args), open_store(args.store)
+    open_store(args.store).close()  # create the table before serving
+    Service.agent, Service.store_url = make_agent(args), args.store
+    stop = threading.Event()
+    resumer = threading.Thread(target=resume_loop, args=(args, stop))
+    resumer.start()
     server = HTTPServer(("127.0.0.1", args.port), Service)
     print(f"listening on http://127.0.0.1:{server.server_port}", flush=True)
     try:
@@ -164,8 +205,9 @@ def main(argv=None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        stop.set()
         server.server_close()
-        Service.store.close()
+        resumer.join()
 
 
 if __name__ == "__main__":

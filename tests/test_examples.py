@@ -1,12 +1,14 @@
 """The worked example of many workers (examples/approval_service.py, SPEC R22): two
 service processes share one store; one pauses the run, the other resumes it after a
-human answers; the same answer sent to both at once runs the refund once."""
+human answers; the same answer sent to both at once is recorded once, and the refund,
+which either worker's resume loop may run, runs once."""
 
 import json
 import os
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -49,7 +51,8 @@ def test_example_one_worker_pauses_another_resumes(store_url, tmp_path):
             assert status == 200 and [(e["session"], e["call_id"], e["tool"], e["arguments"])
                                       for e in inbox] == [("t-42", "call_1", "refund", REFUND)]
 
-            answer = {"call_id": "call_1", "approved": True, "approver": "dana"}
+            answer = {"call_id": "call_1", "approved": True, "approver": "dana",
+                      "digest": inbox[0]["digest"]}
             replies = []
             senders = [threading.Thread(target=lambda base: replies.append(
                 call(base, "/sessions/t-42/answer", answer)), args=(base,))
@@ -59,10 +62,16 @@ def test_example_one_worker_pauses_another_resumes(store_url, tmp_path):
             for sender in senders:
                 sender.join()
             replies.sort(key=lambda r: r[0])
-            # one resumed; the other lost the compare-and-swap (409) or came after (400)
-            assert replies[0] == (200, {"status": "done", "reply": "Refunded 19.90 EUR.",
-                                        "pending": []})
-            assert replies[1][0] in (400, 409), replies
+            # one answer is recorded; the other is refused, naming who answered
+            assert replies[0] == (202, {"status": "answered"})
+            assert replies[1][0] == 409 and "already answered by dana" in replies[1][1]["error"]
+            # a worker's resume loop runs the refund; every worker sees the end
+            deadline = time.monotonic() + 60
+            while call(two, "/sessions/t-42")[1]["status"] != "done":
+                assert time.monotonic() < deadline, "no worker resumed the session"
+                time.sleep(0.05)
+            assert call(one, "/sessions/t-42") == (200, {
+                "status": "done", "reply": "Refunded 19.90 EUR.", "pending": []})
             assert call(one, "/pending") == (200, [])
         finally:
             for worker in workers:
