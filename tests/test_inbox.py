@@ -385,7 +385,7 @@ def test_the_list_is_paged_oldest_first(make_agent, tmp_path):
         sessions = re.findall(r"session <code>(s\d+)</code>", first)
         assert sessions == [f"s{i:03d}" for i in range(inbox_page.PAGE_SIZE)]
         assert f"{inbox_page.PAGE_SIZE + 3} waiting" in first
-        after = re.search(r'href="/\?after=(\w+)">next page', first).group(1)
+        after = re.search(r'href="/\?after=([\w-]+)">next page', first).group(1)
         rest = re.findall(r"session <code>(s\d+)</code>", client.page(f"/?after={after}"))
         assert rest == [f"s{i:03d}" for i in range(inbox_page.PAGE_SIZE,
                                                    inbox_page.PAGE_SIZE + 3)]

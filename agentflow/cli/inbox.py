@@ -25,6 +25,7 @@ Security, since the page can make tools run:
 
 from __future__ import annotations
 
+import base64
 import getpass
 import hmac
 import ipaddress
@@ -39,10 +40,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..errors import ApprovalError, SessionConflictError, SessionError
 from ..redact import mask_url
-from ..stores import open_store
+from ..stores import PendingEntry, open_store
 from ..types import ToolApprovalResponse
 from .inbox_notify import Notifier
-from .inbox_page import PAGE_SIZE, entry_key, render_entries, render_page
+from .inbox_page import PAGE_SIZE, render_entries, render_page
 
 _ASSETS = os.path.join(os.path.dirname(__file__), "inbox_assets")
 _TYPES = {"inbox.js": "text/javascript; charset=utf-8", "inbox.css": "text/css; charset=utf-8"}
@@ -77,6 +78,7 @@ class Inbox:
         self._watcher_store = None
         self._changed = threading.Condition()
         self.version = 0
+        self.total: int | None = None  # calls waiting at the watcher's last look
         self.stopping = False
         self.httpd = ThreadingHTTPServer((host, port), _Handler)
         self.httpd.daemon_threads = True
@@ -102,10 +104,8 @@ class Inbox:
         return open_store(self.store_url, self.secret)
 
     def entries(self, store=None) -> list:
-        """Every waiting call, oldest first (``SessionStore.pending``).
-
-        A seam for issue 28's ``pending(limit=, after=)``: the page still reads the
-        whole list and cuts its page from it.
+        """Every waiting call, oldest first (``SessionStore.pending``; the database
+        stores read only their inbox rows).
 
         Args:
             store: an open ``SessionStore`` to read, or ``None`` for a new connection.
@@ -119,23 +119,25 @@ class Inbox:
             return store.pending()
 
     def page(self, after: str | None) -> tuple[list, int, str | None]:
-        """One page of waiting calls after ``after`` (an ``entry_key`` cursor).
+        """One page of waiting calls after ``after`` (a ``cursor``), read with
+        ``pending(limit=, after=)``.
 
         Args:
             after: the cursor (str) the page starts after, or ``None`` for the first;
-                a cursor whose call no longer waits gives the first page.
+                a cursor that does not parse gives the first page.
 
         Returns:
-            tuple: ``(entries, total, next_cursor)``.
+            tuple: ``(entries, total, next_cursor)``; ``total`` is what the watcher
+            counted at its last look.
         """
-        entries = self.entries()
-        start = 0
-        if after:
-            keys = [entry_key(e) for e in entries]
-            start = keys.index(after) + 1 if after in keys else 0
-        shown = entries[start:start + PAGE_SIZE]
-        more = start + PAGE_SIZE < len(entries)
-        return shown, len(entries), entry_key(shown[-1]) if more and shown else None
+        last = uncursor(after) if after else None
+        with self.store() as store:
+            entries = store.pending(limit=PAGE_SIZE + 1, after=last)
+            if self.total is None:
+                self.total = len(store.pending())
+        more = len(entries) > PAGE_SIZE
+        entries = entries[:PAGE_SIZE]
+        return entries, max(self.total, len(entries)), cursor(entries[-1]) if more else None
 
     def start(self) -> "Inbox":
         """Serve in background threads (the server and the watcher).
@@ -194,6 +196,7 @@ class Inbox:
                 print(f"agentflow inbox: cannot read the store: {exc}", file=sys.stderr)
                 entries = None
             if entries is not None:
+                self.total = len(entries)
                 now = [(e.session_id, e.call_id, e.digest,
                         None if e.answer is None else (e.answer.answered_at, e.answer.refused))
                        for e in entries]
@@ -429,6 +432,40 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+
+def cursor(entry: PendingEntry) -> str:
+    """A page cursor for the URL: the entry's place in the inbox order (SPEC R22).
+
+    Args:
+        entry: the last ``PendingEntry`` of a page.
+
+    Returns:
+        str: URL-safe base64 of ``[issued_at, session_id, call_id]``.
+    """
+    data = json.dumps([entry.issued_at, entry.session_id, entry.call_id]).encode()
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def uncursor(text: str) -> PendingEntry | None:
+    """The ``after`` entry of ``pending`` for a cursor, or ``None`` when it does not
+    parse (then the first page).
+
+    Args:
+        text: a ``cursor`` (str).
+
+    Returns:
+        PendingEntry | None: an entry holding only the place in the order.
+    """
+    try:
+        issued_at, session_id, call_id = json.loads(
+            base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        if not (isinstance(issued_at, (int, float)) and isinstance(session_id, str)
+                and isinstance(call_id, str)):
+            return None
+    except (ValueError, TypeError):
+        return None
+    return PendingEntry(session_id, call_id, "", None, "", float(issued_at), None, 0.0)
 
 
 def _netloc(host: str, port: int) -> str:

@@ -14,33 +14,9 @@ import re
 import time
 import unicodedata
 
+from ..display import safe_text  # SPEC R25, shared with the terminal
 from ..stores import PendingEntry
 from ..stores.answers import who
-
-try:  # issue 24's shared escaping, once it is on main
-    from ..display import safe_text
-except ImportError:  # pragma: no cover - until then, the same rule here
-    _UNSAFE = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
-
-    def safe_text(text: str, multiline: bool = False) -> str:
-        """``text`` with each character a terminal or page could act on shown as an
-        escape (SPEC R25).
-
-        Args:
-            text: untrusted text (str).
-            multiline: keep newlines and tabs.
-
-        Returns:
-            str: the text to show.
-        """
-        keep = "\n\t" if multiline else ""
-        return "".join(c if c in keep or unicodedata.category(c) not in _UNSAFE
-                       else _escape(c) for c in text)
-
-    def _escape(char: str) -> str:
-        code = ord(char)
-        return (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
-                else f"\\U{code:08x}")
 
 _JSON_UNSAFE = re.compile(r"[^\x20-\x7e\n]")
 PAGE_SIZE = 50
@@ -131,6 +107,11 @@ def render_entry(entry: PendingEntry, csrf: str) -> str:
         str: HTML.
     """
     e = Shown()
+    if entry.error:  # a session the store cannot read (SPEC R22 addendum)
+        return (f'<article class="call broken" id="call-{entry_key(entry)}" '
+                f'data-key="{entry_key(entry)}" data-state="broken"><header>session '
+                f'<code>{e(entry.session_id)}</code></header><p class="refused">the store '
+                f'cannot read this session: {e(entry.error)}</p></article>')
     arguments = entry.arguments if isinstance(entry.arguments, dict) else None
     parts = [f'<header><span class="tool">{e(entry.tool)}</span>'
              f'<span class="age" data-issued="{entry.issued_at:.3f}">'

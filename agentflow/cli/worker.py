@@ -26,6 +26,7 @@ from ..stores.answers import ready_responses, refuse_answers
 
 # The chat flags a worker takes (the rest keep chat's defaults: no prompt, no message).
 _CHAT_FLAGS = ("base_url", "model", "api_key_env", "profile", "system", "tools", "mcp",
+               "mcp_approval",
                "max_rounds", "read_timeout", "command_timeout", "output_cap", "workspace",
                "policy", "debug")
 
@@ -37,7 +38,7 @@ def add_arguments(parser) -> None:
     Args:
         parser: the ``worker`` subcommand's ``argparse.ArgumentParser``.
     """
-    from .chat import add_arguments as add_chat_arguments
+    from .flags import add_arguments as add_chat_arguments
     chat = argparse.ArgumentParser(add_help=False)
     add_chat_arguments(chat)
     parser.add_argument("--store", required=True, metavar="URL",
@@ -61,7 +62,7 @@ def chat_args(args) -> argparse.Namespace:
     Returns:
         argparse.Namespace: for ``Chat``.
     """
-    from .chat import add_arguments as add_chat_arguments
+    from .flags import add_arguments as add_chat_arguments
     parser = argparse.ArgumentParser(add_help=False)
     add_chat_arguments(parser)
     made = parser.parse_args([])
@@ -81,9 +82,9 @@ def own_settings(args) -> dict:
     Returns:
         dict: setting name → value.
     """
-    from .chat import _REMEMBERED
+    from .settings import DEFAULTS
     mine = {name: getattr(args, name) if getattr(args, name) is not None else default
-            for name, default in _REMEMBERED.items()}
+            for name, default in DEFAULTS.items()}
     mine["workspace"] = os.path.realpath(args.workspace or os.getcwd())
     return mine
 
@@ -100,12 +101,12 @@ def settings_problem(remembered, mine: dict) -> str | None:
         str | None: which settings differ, e.g. ``--base-url: the session remembers
         'http://a/v1', this worker has 'http://b/v1'``.
     """
-    from .chat import _REMEMBERED
+    from .settings import DEFAULTS
     if not isinstance(remembered, dict):
         return ("it was not started by agentflow chat (no remembered settings); resume it "
                 "with the application's own agent (store.answered())")
     differ = []
-    for name, default in _REMEMBERED.items():
+    for name, default in DEFAULTS.items():
         held = remembered.get(name, default)
         if name == "tools":
             held, own = _names(held), _names(mine[name])
@@ -179,7 +180,9 @@ class Worker:
         Returns:
             int: 1 when it ran, else 0.
         """
-        from .chat import SETTINGS, Chat, Output
+        from .chat import Chat
+        from .render import Output
+        from .settings import SETTINGS
         with store.open(session_id) as session:
             responses = ready_responses(session)
             if not responses:
@@ -230,11 +233,11 @@ def worker_command(args, out=None) -> int:
     Returns:
         int: the exit status: 0, or 2 for bad usage (a flag, a missing API key).
     """
-    from .chat import _start_mcp_servers, mcp_summary
+    from .servers import mcp_summary, start_mcp_servers
     out = out or sys.stdout
     try:
         with contextlib.ExitStack() as stack:
-            servers = _start_mcp_servers(args.mcp, stack)
+            servers = start_mcp_servers(args.mcp, stack, args.mcp_approval)
             for server in servers:
                 out.write(mcp_summary(server) + "\n")
             store = stack.enter_context(open_store(args.store))
