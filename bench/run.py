@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import decode  # noqa: E402
+import inbox  # noqa: E402
 import keepalive  # noqa: E402
 import linear  # noqa: E402
 import loop_only  # noqa: E402
@@ -56,6 +57,15 @@ def machine() -> list[str]:
             f"- Python {platform.python_version()}; agentflow {importlib.metadata.version('agentflow-approvals')}",
             f"- peers: {', '.join(versions)}",
             f"- runs per measurement: {runs()} (medians; [min – max] is the spread)"]
+
+
+INBOX_TEXT = [
+    f"Issue 31 (bench/inbox.py): {inbox.WAITING:,} calls waiting in SQLite, a real "
+    "`agentflow inbox` and a real `agentflow worker` process. First paint: headless "
+    "chromium opens the printed link (redirect, cookie, the first 50 calls), "
+    "first-contentful-paint from the browser's paint timing; beside it the server's "
+    "`GET /` over HTTP. Round trip: from the click on Approve to the worker's tool call "
+    "(the command records the time it ran).", ""]
 
 
 def ms(seconds: float) -> str:
@@ -212,6 +222,10 @@ def main() -> int:
               "waiting. Goals: SQLite and PostgreSQL flat within 2× from 10 to 5,000; the "
               "first page under 50 ms and under 1.5× the cost with 10.", ""]
     lines += scale.table(scale.main())
+
+    print("the approval inbox ...", flush=True)
+    lines += ["", "## 11. The approval inbox", ""] + INBOX_TEXT
+    lines += inbox.table(inbox.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]
