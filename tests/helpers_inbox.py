@@ -54,9 +54,9 @@ def pause_chat(server, url: str, session_id: str, calls, cwd, *flags) -> None:
 
 
 @contextlib.contextmanager
-def running_inbox(url: str, **kwargs):
-    """An ``Inbox`` on a free loopback port, stopped at the end."""
-    inbox = Inbox(url, "127.0.0.1", 0, poll=0.05, **kwargs).start()
+def running_inbox(url: str, host: str = "127.0.0.1", **kwargs):
+    """An ``Inbox`` on a free port (of loopback by default), stopped at the end."""
+    inbox = Inbox(url, host, 0, poll=0.05, **kwargs).start()
     try:
         yield inbox
     finally:

@@ -455,3 +455,26 @@ def test_notify_gives_up_after_a_bounded_number_of_attempts(hook, monkeypatch, c
             in capsys.readouterr().err)
     with pytest.raises(ValueError, match="http:// or https://"):
         inbox_notify.Notifier("file:///etc/passwd", "http://x")
+
+
+def test_a_wildcard_address_takes_any_host_but_still_the_token_and_origin(server, url,
+                                                                         tmp_path):
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    with running_inbox(url, host="0.0.0.0") as inbox:
+        client = Client(inbox)
+        host = {"Host": f"inbox.lan:{inbox.port}"}
+        assert client.request("GET", "/", headers=host)[0] == 403  # no token
+        client.login()
+        assert client.request("GET", "/", headers=host)[0] == 200
+        fields = {**client.form("t-1", "call_1"), "action": "approve"}
+        # the Origin must name the address the request went to
+        assert client.answer(fields, origin=f"http://evil.lan:{inbox.port}")[0] == 403
+        status, message = client.answer(fields, origin=f"http://127.0.0.1:{inbox.port}")
+        assert status == 200, message
+
+
+def test_the_command_refuses_a_bad_bind(url, capsys):
+    from agentflow.cli.main import main
+    assert main(["inbox", "--store", url, "--bind", "8765"]) == 1
+    assert capsys.readouterr().err == ("agentflow: --bind '8765': write HOST:PORT, e.g. "
+                                       "127.0.0.1:8765\n")

@@ -10,11 +10,12 @@ or an application's own loop over ``store.answered()``) resumes the session.
 Security, since the page can make tools run:
 
 * it listens on loopback unless ``--bind`` says otherwise, and answers only requests
-  whose ``Host`` is the address it listens on (no DNS rebinding);
+  whose ``Host`` is the address it listens on (no DNS rebinding; a wildcard address
+  such as ``0.0.0.0`` takes any);
 * every request needs the token printed at start: the link carries it once, then an
   HttpOnly, SameSite=Strict cookie keeps it;
-* a POST also needs an ``Origin`` header equal to the page's origin and the page's
-  CSRF token;
+* a POST also needs an ``Origin`` header naming the address it was sent to (the
+  page's own origin) and the page's CSRF token;
 * a strict Content-Security-Policy: scripts and styles only from the server's own
   files (no inline script), no frames, no other origin;
 * every text from a model, tool, MCP server or session is escaped (``inbox_page``);
@@ -32,6 +33,7 @@ import ipaddress
 import json
 import os
 import secrets
+import socket
 import sys
 import threading
 import time
@@ -84,8 +86,9 @@ class Inbox:
         self.httpd.daemon_threads = True
         self.httpd.inbox = self
         self.host, self.port = self.httpd.server_address[:2]
-        self.hosts = _allowed_hosts(host, self.port)
-        self.origin = f"http://{_netloc(host, self.port)}"
+        self.hosts = _allowed_hosts(host, self.port)  # None: any (a wildcard address)
+        shown = socket.gethostname() if self.hosts is None else host
+        self.origin = f"http://{_netloc(shown, self.port)}"
         self.notifier = Notifier(notify, self.origin) if notify else None
         self._threads: list[threading.Thread] = []
 
@@ -307,7 +310,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _refuse(self) -> bool:
         """Send 403 and return True when the request may not go on: a Host that is not
         the server's, or no valid token."""
-        if (self.headers.get("Host") or "").lower() not in self.inbox.hosts:
+        if self.inbox.hosts is not None and (
+                self.headers.get("Host") or "").lower() not in self.inbox.hosts:
             self._send(403, "text/plain", b"this inbox answers only on its own address\n")
             return True
         query = parse_qs(urlsplit(self.path).query)
@@ -361,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         if self._refuse():
             return
-        if self.headers.get("Origin") != self.inbox.origin:
+        if self.headers.get("Origin") != f"http://{self.headers.get('Host')}":
             return self._reply(403, "refused: the request does not come from this inbox's "
                                     "page (Origin)")
         if urlsplit(self.path).path != "/answer":
@@ -472,7 +476,9 @@ def _netloc(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _allowed_hosts(host: str, port: int) -> set:
+def _allowed_hosts(host: str, port: int) -> set | None:
+    if host in ("", "0.0.0.0", "::"):
+        return None  # every address of the machine: the token guards it
     hosts = {_netloc(host, port).lower()}
     if _loopback(host):
         hosts |= {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
