@@ -6,6 +6,8 @@
         for update in agent.run("refund order 42", session): ...
     for entry in store.pending(limit=100):             # the approval inbox, a page
         print(entry.session_id, entry.call_id, entry.tool, entry.arguments)
+    store.answer("ticket-42", [request.approve("dana")])  # recorded for a worker
+    for session_id in store.answered(): ...            # what a worker resumes
 
 Which store:
 
