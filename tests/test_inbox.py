@@ -478,3 +478,18 @@ def test_the_command_refuses_a_bad_bind(url, capsys):
     assert main(["inbox", "--store", url, "--bind", "8765"]) == 1
     assert capsys.readouterr().err == ("agentflow: --bind '8765': write HOST:PORT, e.g. "
                                        "127.0.0.1:8765\n")
+
+
+def test_a_worker_skips_a_session_an_application_paused(make_agent, server, url, tmp_path):
+    """A session the chat did not start has no remembered settings the worker could
+    check (R26): it is the application's own agent's to resume."""
+    with open_store(url) as store:
+        _, _, runs = paused_library_session(make_agent, store, "app-1")
+        entry = store.pending()[0]
+        store.answer("app-1", [ToolApprovalResponse("c1", True, digest=entry.digest)])
+    log = worker_once(url, server, tmp_path)
+    assert ("worker: skipped app-1: it was not started by agentflow chat (no remembered "
+            "settings); resume it with the application's own agent (store.answered())") in log
+    assert runs == []
+    with open_store(url) as store:
+        assert list(store.answered()) == ["app-1"]

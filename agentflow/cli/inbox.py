@@ -40,7 +40,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import ApprovalError, SessionConflictError, SessionError
+from ..errors import ApprovalError, SessionConflictError, SessionError, StoreError
 from ..redact import mask_url
 from ..stores import PendingEntry, open_store
 from ..types import ToolApprovalResponse
@@ -274,6 +274,8 @@ class Inbox:
             return (409 if "already answered" in str(exc) else 400), str(exc)
         except SessionConflictError as exc:  # a worker kept it open
             return 409, str(exc)
+        except StoreError as exc:  # the database is away; it reconnects by itself
+            return 503, str(exc)
         except ValueError as exc:  # a session id the store cannot keep
             return 400, str(exc)
         with self._changed:
