@@ -128,10 +128,14 @@ class RecordedAnswer:
             ToolApprovalResponse: carrying the digest, approver, edit and grants.
         """
         grants = [Grant(g["rule"], g.get("ttl")) for g in self.grant or ()] or None
+        bound = {}  # SPEC R24's request_id, once ToolApprovalResponse carries one
+        if self.request_id is not None and "request_id" in getattr(
+                ToolApprovalResponse, "__dataclass_fields__", {}):
+            bound["request_id"] = self.request_id
         return ToolApprovalResponse(self.call_id, self.approved,
                                     None if self.approved else self.reason, self.digest,
                                     self.approver, self.arguments if self.approved else None,
-                                    grants if self.approved else None)
+                                    grants if self.approved else None, **bound)
 
 
 @dataclass

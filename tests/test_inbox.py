@@ -493,3 +493,32 @@ def test_a_worker_skips_a_session_an_application_paused(make_agent, server, url,
     assert runs == []
     with open_store(url) as store:
         assert list(store.answered()) == ["app-1"]
+
+
+def test_r20_the_gate_keeps_what_the_inbox_shows_of_an_mcp_tool():
+    """An MCP tool's record names ``server.tool``; the page shows it, and a preview that
+    raises becomes a note instead of failing the pause."""
+    from agentflow.cli.inbox_page import render_entry
+    from agentflow.gate import shown_with_record
+    from agentflow.stores import PendingEntry
+    from agentflow.tools import Tool
+    from agentflow.types import ToolCall
+
+    class Remote(Tool):
+        name, description = "files__write", "Write a file on the server."
+        parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+        subject, mcp_name = "path", "write"
+        server = type("Server", (), {"name": "files"})()
+
+        def preview(self, arguments):
+            raise OSError("cannot read it")
+
+    shown = shown_with_record(Remote(), ToolCall("c1", "files__write", '{"path": "a.txt"}'))
+    assert shown["mcp_tool"] == "files.write" and shown["subject"] == "path"
+    assert shown["preview"] == "(no preview: OSError: cannot read it)"
+    assert shown["parameters"] == Remote.parameters
+    entry = PendingEntry("s", "c1", "files__write", {"path": "a.txt"}, "d" * 64, 0.0, None,
+                         5.0, **shown)
+    html = render_entry(entry, "csrf")
+    assert "MCP tool <code>files.write</code>" in html
+    assert "path: <code>a.txt</code>" in html
