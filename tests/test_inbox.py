@@ -411,7 +411,7 @@ class Hook(BaseHTTPRequestHandler):
 def hook():
     Hook.replies, Hook.bodies = [], []
     httpd = HTTPServer(("127.0.0.1", 0), Hook)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield httpd
     httpd.shutdown()

@@ -148,7 +148,9 @@ class Inbox:
         Returns:
             Inbox: itself.
         """
-        for target in (self.httpd.serve_forever, self._watch):
+        # A short poll: stop() returns within 0.1 s instead of serve_forever's 0.5 s.
+        serve = lambda: self.httpd.serve_forever(poll_interval=0.1)  # noqa: E731
+        for target in (serve, self._watch):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
             self._threads.append(thread)
