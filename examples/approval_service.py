@@ -31,6 +31,9 @@ Endpoints (JSON in, JSON out):
     GET  /sessions/ID                                              how the session stands
     GET  /pending                                                  the approval inbox
 
+A session answers ``{"status": "paused" | "running" | "done", "reply": the model's last
+words, "pending": [call ids]}`` ("running": a worker is resuming it).
+
 Answers are durable (``store.answer``): each is bound to the call's digest, and a
 second answer to the same call (a double click, a retry, two people) is refused with
 409 "already answered by …"; while the store's database is away (a restart) requests
@@ -52,14 +55,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from agentflow import (AgentRunOptions, ApprovalError, ApprovalRequiredTool, ChatClientAgent,
-                       Finish, FinishReason, OpenAIChatClient, TextDelta,
-                       ToolApprovalResponse, tool)
+                       MessageRole, OpenAIChatClient, ToolApprovalResponse, tool)
 from agentflow.errors import SessionConflictError, StoreError
 from agentflow.stores import open_store
 from agentflow.stores.answers import ready_responses
-
-REPLY = "reply"  # session.state: the agent's last words, for GET /sessions/ID
-
 
 def make_agent(args) -> ChatClientAgent:
     @tool
@@ -83,19 +82,21 @@ def make_agent(args) -> ChatClientAgent:
 def run(agent, session, messages, responses=()) -> dict:
     """Run the agent once; what the session now says."""
     options = AgentRunOptions().with_tool_approval_responses(responses)
-    text, finish = [], None
-    for update in agent.run(messages, session, options):
-        if isinstance(update, TextDelta):
-            text.append(update.text)
-        elif isinstance(update, Finish):
-            finish = update
-    session.state[REPLY] = "".join(text)
-    return status(session, finish.finish_reason is FinishReason.AWAITING_APPROVAL)
+    for _ in agent.run(messages, session, options):
+        pass  # a streaming service would forward the TextDelta updates here
+    return status(session)
 
 
-def status(session, paused: bool) -> dict:
-    return {"status": "paused" if paused else "done", "reply": session.state.get(REPLY, ""),
-            "pending": [r.call_id for r in session.approvals.pending]}
+def status(session) -> dict:
+    """``paused`` (calls wait), ``done`` (the model's last word is in) or ``running``
+    (a worker is resuming it: its steps are saved as they finish)."""
+    last = session.messages[-1] if session.messages else None
+    finished = last is not None and last.role is MessageRole.ASSISTANT and not last.tool_calls
+    words = next((m.content for m in reversed(session.messages)
+                  if m.role is MessageRole.ASSISTANT and m.content), "")
+    return {"status": "paused" if session.approvals.pending else
+            "done" if finished else "running",
+            "reply": words, "pending": [r.call_id for r in session.approvals.pending]}
 
 
 def resume_loop(args, stop: threading.Event, poll: float = 0.2) -> None:
@@ -142,7 +143,7 @@ class Service(BaseHTTPRequestHandler):
                          "age_seconds": round(e.age, 1),
                          **({"error": e.error} if e.error else {})} for e in store.pending()])
                 session = store.load(match.group(1))
-                self.reply(200, status(session, bool(session.approvals.pending)))
+                self.reply(200, status(session))
         except KeyError as exc:
             self.reply(404, {"error": str(exc)})
         except StoreError as exc:  # the database is away: say so, it reconnects by itself
