@@ -4,9 +4,9 @@
     agentflow demo [--approve | --deny [REASON]]   the approval flow against a replay server
     agentflow inspect-stream FILE                  what a recorded SSE body assembles to
     agentflow pending --store URL [--json]         list the calls waiting for approval
-    agentflow show --session FILE [--store URL]    a saved conversation, its grants, what waits
     agentflow inbox --store URL [--bind H:P]       answer them from a browser
     agentflow worker --store URL [chat options]    resume the sessions answered there
+    agentflow show --session FILE [--store URL]    a saved conversation, its grants, what waits
     agentflow policy check 'TOOL(SUBJECT)'         which rule decides a call (--mcp: of MCP tools)
 """
 
