@@ -37,7 +37,8 @@ from .approvals import ApprovalLedger, Settlement, approval_request
 from .canonical import arguments_digest, canonical_json
 from .errors import ApprovalError, PolicyError
 from .policy import ApprovalPolicy
-from .tools import Tool, interrupted_text, schema_errors
+from .schema import schema_errors
+from .tools import Tool, interrupted_text
 from .types import Decision, ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
