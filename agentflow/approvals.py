@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 from .canonical import arguments_digest
 from .errors import ApprovalError
-from .types import ToolApprovalRequest, ToolApprovalResponse, ToolCall
+from .types import ChatMessage, ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 EXPIRED_REASON = "approval expired"
 
@@ -148,6 +148,25 @@ class ApprovalLedger:
     audit: list[AuditRecord] = field(default_factory=list)
     denied: list[Denial] = field(default_factory=list)
     grants: list[SessionGrant] = field(default_factory=list)
+    held: list = field(default_factory=list)  # OpenAI message dicts (SPEC R23)
+
+    def hold(self, messages) -> None:
+        """Keep a run's input behind a pause that judged a stored turn again (SPEC
+        R6, R23); the resume stores it after the results.
+
+        Args:
+            messages: the ``ChatMessage`` objects (the run's input not yet stored).
+        """
+        self.held += [m.to_openai() for m in messages]
+
+    def take_held(self) -> list:
+        """The input held behind the pause, taken out of the ledger (SPEC R23).
+
+        Returns:
+            list[ChatMessage]: oldest first.
+        """
+        held, self.held = self.held, []
+        return [ChatMessage.from_openai(m) for m in held]
 
     def issue(self, call: ToolCall, now: float, ttl: float | None = None,
               why: str | None = None, rule: str | None = None,
@@ -345,6 +364,8 @@ class ApprovalLedger:
             data["denied"] = [asdict(d) for d in self.denied]
         if self.grants:
             data["grants"] = [asdict(g) for g in self.grants]
+        if self.held:
+            data["held"] = [dict(m) for m in self.held]
         return data
 
     @classmethod
@@ -364,7 +385,8 @@ class ApprovalLedger:
         return cls([PendingApproval(**r) for r in data.get("pending", [])],
                    [AuditRecord(**r) for r in data.get("audit", [])],
                    [Denial(**d) for d in data.get("denied", [])],
-                   [SessionGrant(**g) for g in data.get("grants", [])])
+                   [SessionGrant(**g) for g in data.get("grants", [])],
+                   [dict(m) for m in data.get("held", [])])
 
 
 def approval_request(call: ToolCall, description: str,

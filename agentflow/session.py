@@ -378,6 +378,11 @@ def _check_records(approvals) -> None:
     kinds = {"pending": ledger.PendingApproval, "audit": ledger.AuditRecord,
              "denied": ledger.Denial, "grants": ledger.SessionGrant}
     for key, records in approvals.items():
+        if key == "held":  # input waiting behind a pause (R23): messages, as in history
+            if not isinstance(records, list):
+                raise SessionError("stored approvals['held'] must be a list of messages")
+            _check_history(records)
+            continue
         kind = kinds.get(key)
         if kind is None:
             raise SessionError(f"stored approvals have an unknown list {key!r}; expected "
