@@ -70,6 +70,26 @@ def make_agent(args) -> ChatClientAgent:
                            "a human's approval.", tools=[ApprovalRequiredTool(refund)])
 
 
+def read_answer(body) -> dict:
+    """The answer a client sent, its fields checked (SPEC R24): ``approved`` is JSON
+    ``true`` or ``false``, never a "truthy" value (``"false"`` is a non-empty string),
+    and the other fields are strings. Anything else is a ``ValueError`` (HTTP 400)
+    before it is stored."""
+    if not isinstance(body, dict):
+        raise ValueError("an answer is a JSON object: {\"call_id\": ..., \"approved\": true}")
+    if not isinstance(body.get("call_id"), str):
+        raise ValueError("call_id must be a string")
+    if not isinstance(body.get("approved"), bool):
+        raise ValueError(f"approved must be true or false, got {json.dumps(body.get('approved'))}")
+    for name in ("reason", "digest", "approver"):
+        if body.get(name) is not None and not isinstance(body[name], str):
+            raise ValueError(f"{name} must be a string")
+    unknown = sorted(set(body) - {"call_id", "approved", "reason", "digest", "approver"})
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+    return body
+
+
 class Service(BaseHTTPRequestHandler):
     """One request at a time per process; run more processes for more throughput."""
 
@@ -110,6 +130,7 @@ class Service(BaseHTTPRequestHandler):
 
     def answer(self, session, body) -> dict:
         """Record one human's answer; resume once every paused call has one."""
+        body = read_answer(body)
         waiting = {r.call_id for r in session.approvals.pending}
         if body["call_id"] not in waiting:
             raise ApprovalError(f"call {body['call_id']!r} does not wait for an answer "
@@ -118,7 +139,7 @@ class Service(BaseHTTPRequestHandler):
         answers[body["call_id"]] = body
         if waiting - set(answers):
             return {"status": "paused", "reply": "", "pending": sorted(waiting - set(answers))}
-        responses = [ToolApprovalResponse(a["call_id"], bool(a["approved"]), a.get("reason"),
+        responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"),
                                           a.get("digest"), a.get("approver"))
                      for a in answers.values()]
         del session.state[ANSWERS]
