@@ -1,0 +1,72 @@
+"""SPEC R24 (one answer, one pause) and the answers that must be refused before anything
+runs: an edit with an argument the tool does not take (R20), an answer from another
+pause or another session, a signed session copied to another id. Real HTTP to a
+loopback replay server, real stores."""
+
+import pytest
+
+from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
+                       FinishReason, ToolApprovalRequest, ToolResult, tool)
+from agentflow.testing.replay import chat_stream
+from agentflow.tools import ToolDefinitionWarning
+
+PAY = '{"amount": 120}'
+
+
+def bank():
+    ran = []
+
+    @tool
+    def transfer(amount: int) -> str:
+        """Send money."""
+        ran.append(amount)
+        return f"sent {amount}"
+
+    return ran, [ApprovalRequiredTool(transfer)]
+
+
+def paused(make_agent, tools, *bodies, call_id="c1", arguments=PAY, session=None):
+    agent, server = make_agent([chat_stream(tool_calls=[(call_id, "transfer", arguments)]),
+                                *bodies], tools=tools)
+    session = session if session is not None else AgentSession()
+    updates = list(agent.run("pay", session))
+    assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+    return agent, session, next(u for u in updates if isinstance(u, ToolApprovalRequest))
+
+
+def answer(*responses):
+    return AgentRunOptions().with_tool_approval_responses(list(responses))
+
+
+@pytest.mark.parametrize("edit", [{"amount": 5, "to": "mallory"}, {"amount": 5, "": 1},
+                                  {"amount": 5, "kwargs": {}}])
+def test_r20_an_edit_with_an_argument_the_tool_does_not_take_is_refused(make_agent, edit):
+    ran, tools = bank()
+    agent, session, request = paused(make_agent, tools, chat_stream(text="ok"))
+    before = session.to_dict()
+    with pytest.raises(ApprovalError, match="do not fit the tool.*which the tool does not "
+                                            "take. Nothing was executed"):
+        list(agent.run([], session, answer(request.approve(arguments=edit))))
+    assert ran == [] and session.to_dict() == before  # the approval is not spent
+    updates = list(agent.run([], session, answer(request.approve(arguments={"amount": 5}))))
+    assert [u.result for u in updates if isinstance(u, ToolResult)] == ["sent 5"]
+
+
+def test_r20_a_tool_with_kwargs_still_takes_extra_arguments(make_agent):
+    seen = []
+
+    with pytest.warns(ToolDefinitionWarning, match="left out of the tool's schema"):
+        @tool
+        def tag(name: str, **labels) -> str:
+            """Tag something."""
+            seen.append(labels)
+            return "tagged"
+
+    assert "additionalProperties" not in tag.parameters
+    agent, _ = make_agent([chat_stream(tool_calls=[("c1", "tag", '{"name": "x"}')]),
+                           chat_stream(text="ok")], tools=[ApprovalRequiredTool(tag)])
+    session = AgentSession()
+    request = next(u for u in agent.run("tag it", session)
+                   if isinstance(u, ToolApprovalRequest))
+    list(agent.run([], session, answer(request.approve(arguments={"name": "y", "k": "v"}))))
+    assert seen == [{"k": "v"}]
