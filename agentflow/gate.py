@@ -495,6 +495,12 @@ def check_edits(responses: dict, pending: list[ToolCall], tools: Mapping[str, To
                                     [call.id]) from None
         if response.arguments is None:
             continue
+        try:
+            canonical_json(response.arguments)  # what the stored call is rewritten to
+        except ValueError as exc:
+            raise ApprovalError(f"the edited arguments for {call.id} ({call.name}) have no "
+                                f"canonical JSON form: {exc}. Nothing was executed.",
+                                [call.id]) from None
         refusal = edit_refusal(tool, response.arguments, layers())
         if refusal is not None and refusal.problems:
             raise ApprovalError(

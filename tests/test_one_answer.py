@@ -70,3 +70,28 @@ def test_r20_a_tool_with_kwargs_still_takes_extra_arguments(make_agent):
                    if isinstance(u, ToolApprovalRequest))
     list(agent.run([], session, answer(request.approve(arguments={"name": "y", "k": "v"}))))
     assert seen == [{"k": "v"}]
+
+
+@pytest.mark.parametrize("number", ["9" * 400, "-" + "1" * 310, "1e400", "1" * 5000])
+def test_every_call_has_a_digest_even_a_huge_number(make_agent, number):
+    """A number beyond the double range has no RFC 8785 form: the call's digest is that of
+    its text as sent (SPEC §3), the pause is made, and the approval runs the call once."""
+    import hashlib
+    ran, tools = bank()
+    text = f'{{"amount": {number}}}'
+    agent, session, request = paused(make_agent, tools, chat_stream(text="ok"), arguments=text)
+    assert request.digest == hashlib.sha256(text.encode()).hexdigest()
+    assert session.approvals.pending[0].digest == request.digest
+    updates = list(agent.run([], session, answer(request.approve())))
+    assert [u.result.startswith(("sent", "Error")) for u in updates
+            if isinstance(u, ToolResult)] == [True]
+    assert len(ran) <= 1
+
+
+def test_an_edit_with_a_huge_integer_is_a_typed_refusal(make_agent):
+    ran, tools = bank()
+    agent, session, request = paused(make_agent, tools)
+    with pytest.raises(ApprovalError, match=r"c1 \(transfer\) have no canonical JSON form: "
+                                            r"the integer of 400 digits"):
+        list(agent.run([], session, answer(request.approve(arguments={"amount": 10 ** 399}))))
+    assert ran == []
