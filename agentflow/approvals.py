@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import NamedTuple
 
-from .canonical import arguments_digest
+from .canonical import arguments_digest, schema2_arguments_digest
 from .errors import ApprovalError
 from .types import ChatMessage, ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 EXPIRED_REASON = "approval expired"
+OLD_SCHEME = "schema-2"  # the digest scheme of records a schema-2 session holds (R23)
 
 
 def utc_iso(timestamp: float) -> str:
@@ -77,6 +78,28 @@ class PendingApproval:
     why: str | None = None
     rule: str | None = None
     layer: str | None = None
+    scheme: str | None = None  # "schema-2": recorded by an older agentflow (SPEC R23)
+
+    def matches(self, call: ToolCall) -> bool:
+        """Whether the record is still that of ``call``: same id, tool and arguments
+        digest, computed as the version that wrote the record computed it (SPEC R23).
+
+        Args:
+            call: the pending ``ToolCall``.
+
+        Returns:
+            bool: ``False`` when the history was edited after the pause.
+        """
+        return (call.id == self.call_id and call.name == self.tool
+                and self.digest in _digests(call.arguments, self.scheme))
+
+
+def _digests(arguments: str, scheme: str | None) -> tuple:
+    """The digests a record written under ``scheme`` may hold for ``arguments``: a
+    schema-2 agentflow wrote the JSON dump digest before RFC 8785, or RFC 8785's."""
+    if scheme == OLD_SCHEME:
+        return arguments_digest(arguments), schema2_arguments_digest(arguments)
+    return (arguments_digest(arguments),)
 
 
 @dataclass
@@ -89,6 +112,7 @@ class Denial:
     digest: str
     rule: str
     layer: str
+    scheme: str | None = None  # as in PendingApproval
 
 
 @dataclass
@@ -279,9 +303,7 @@ class ApprovalLedger:
         """
         records = {r.call_id: r for r in self.pending}
         calls = {c.id: c for c in pending_calls}
-        edited = [i for i, r in records.items()
-                  if i not in calls or calls[i].name != r.tool
-                  or arguments_digest(calls[i].arguments) != r.digest]
+        edited = [i for i, r in records.items() if i not in calls or not r.matches(calls[i])]
         if edited:
             raise ApprovalError(
                 f"the stored history no longer matches the approval record of call(s) "
@@ -358,10 +380,10 @@ class ApprovalLedger:
     def to_dict(self) -> dict:
         """JSON-safe form: ``{"pending": [record dicts], "audit": [record dicts]}``, with
         ``"denied"`` and ``"grants"`` lists when they are not empty."""
-        data = {"pending": [asdict(r) for r in self.pending],
+        data = {"pending": [_record(r) for r in self.pending],
                 "audit": [asdict(r) for r in self.audit]}
         if self.denied:
-            data["denied"] = [asdict(d) for d in self.denied]
+            data["denied"] = [_record(d) for d in self.denied]
         if self.grants:
             data["grants"] = [asdict(g) for g in self.grants]
         if self.held:
@@ -369,11 +391,13 @@ class ApprovalLedger:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> "ApprovalLedger":
+    def from_dict(cls, data: dict | None, schema_version: int = 3) -> "ApprovalLedger":
         """The inverse of ``to_dict``.
 
         Args:
             data: a dict from ``to_dict``; ``None`` gives an empty ledger.
+            schema_version: the session schema it was written in (int); the records
+                of a schema-2 session are honoured by that version's digests (R23).
 
         Returns:
             ApprovalLedger: the ledger.
@@ -382,11 +406,15 @@ class ApprovalLedger:
             TypeError: a record has unknown or missing keys.
         """
         data = data or {}
-        return cls([PendingApproval(**r) for r in data.get("pending", [])],
-                   [AuditRecord(**r) for r in data.get("audit", [])],
-                   [Denial(**d) for d in data.get("denied", [])],
-                   [SessionGrant(**g) for g in data.get("grants", [])],
-                   [dict(m) for m in data.get("held", [])])
+        ledger = cls([PendingApproval(**r) for r in data.get("pending", [])],
+                     [AuditRecord(**r) for r in data.get("audit", [])],
+                     [Denial(**d) for d in data.get("denied", [])],
+                     [SessionGrant(**g) for g in data.get("grants", [])],
+                     [dict(m) for m in data.get("held", [])])
+        if schema_version < 3:
+            for record in ledger.pending + ledger.denied:
+                record.scheme = record.scheme or OLD_SCHEME
+        return ledger
 
 
 def approval_request(call: ToolCall, description: str,
@@ -409,3 +437,11 @@ def approval_request(call: ToolCall, description: str,
         arguments = None
     digest = record.digest if record is not None else arguments_digest(call.arguments)
     return ToolApprovalRequest(call.id, call.name, arguments, description, digest)
+
+
+def _record(record) -> dict:
+    """A record's dict; ``scheme`` only when an older version wrote it."""
+    data = asdict(record)
+    if data.get("scheme") is None:
+        data.pop("scheme", None)
+    return data

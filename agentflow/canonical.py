@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 
-__all__ = ["canonical_json", "arguments_digest"]
+__all__ = ["canonical_json", "arguments_digest", "schema2_arguments_digest"]
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
             "\f": "\\f", "\r": "\\r"}
@@ -103,6 +103,26 @@ def arguments_digest(arguments: str) -> str:
     """
     try:
         text = canonical_json(json.loads(arguments))
+    except (ValueError, RecursionError):
+        text = arguments
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def schema2_arguments_digest(arguments: str) -> str:
+    """The digest an agentflow of session schema 2 may have recorded before RFC 8785:
+    SHA-256 of ``json.dumps(json.loads(arguments), sort_keys=True, separators=(",",
+    ":"), ensure_ascii=False)``, where ``12.0`` stays ``12.0`` (RFC 8785 writes ``12``).
+    Only to honour records that version wrote (SPEC R23); never used for a new one.
+
+    Args:
+        arguments: the raw JSON text of the call (``ToolCall.arguments``).
+
+    Returns:
+        str: 64 lower-case hex digits; text that is not JSON is hashed as it is.
+    """
+    try:
+        text = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
     except (ValueError, RecursionError):
         text = arguments
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

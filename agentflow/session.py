@@ -187,7 +187,8 @@ class AgentSession:
                                f"{json.dumps(running)[:120]}")
         return cls(messages=[ChatMessage.from_openai(m) for m in data.get("messages", [])],
                    state=dict(data.get("state") or {}),
-                   approvals=ApprovalLedger.from_dict(data.get("approvals")),
+                   approvals=ApprovalLedger.from_dict(data.get("approvals"),
+                                                      data["schema_version"]),
                    running={i: dict(r) for i, r in running.items()}, revision=revision)
 
     def checkpoint(self, changed: bool = False) -> None:

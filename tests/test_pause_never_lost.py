@@ -25,7 +25,7 @@ class Bank:
         self.ran = []
 
         @tool
-        def transfer(amount: int) -> str:
+        def transfer(amount: float) -> str:
             """Send money."""
             self.ran.append(("transfer", amount))
             return f"sent {amount}"
@@ -196,3 +196,70 @@ def test_r23_a_recorded_pause_keeps_r5(make_agent, store_url):
             updates = list(agent.run([], session))
     assert results(updates) == {"c1": "Rejected: User denied", "c2": "Rejected: User denied"}
     assert bank.ran == []
+
+
+def schema2_session(arguments='{"amount": 12.0}', call_id="c1"):
+    """A session as a schema-2 agentflow (before RFC 8785, commit b27a974) saved it when
+    ``transfer(amount=12.0)`` paused: its digest is that of ``json.dumps`` with sorted
+    keys, where ``12.0`` stays ``12.0`` (RFC 8785 writes ``12``)."""
+    import hashlib
+    import json
+    old = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"),
+                     ensure_ascii=False)
+    return {"schema_version": 2,
+            "messages": [{"role": "user", "content": "pay"},
+                         {"role": "assistant", "content": "", "tool_calls": [
+                             {"id": call_id, "type": "function",
+                              "function": {"name": "transfer", "arguments": arguments}}]}],
+            "state": {},
+            "approvals": {"pending": [{"call_id": call_id, "tool": "transfer",
+                                       "digest": hashlib.sha256(old.encode()).hexdigest(),
+                                       "issued_at": 1764500000.0, "expires_at": None}],
+                          "audit": []}}
+
+
+@pytest.mark.parametrize("how", ["approve", "reject", "new message"])
+def test_r23_a_schema_2_session_with_a_float_argument_resumes(make_agent, store_url, how):
+    import json
+    bank = Bank()
+    agent, _ = make_agent([chat_stream(text="Done.")], tools=bank.tools)
+    with open_store(store_url) as store:
+        store.save("s", AgentSession.from_dict(schema2_session()))
+        requests = store.load("s").approval_requests(bank.tools)
+        assert [r.arguments for r in requests] == [{"amount": 12.0}]
+        with store.open("s") as session:
+            if how == "new message":
+                updates = list(agent.run("never mind", session))
+            else:
+                response = (requests[0].approve() if how == "approve"
+                            else requests[0].reject("too much"))
+                updates = list(agent.run([], session, AgentRunOptions(
+                ).with_tool_approval_responses([response])))
+        final = store.load("s")
+    expected = {"approve": "sent 12.0", "reject": "Rejected: too much",
+                "new message": "Rejected: User denied"}[how]
+    assert results(updates) == {"c1": expected}
+    assert bank.ran == ([("transfer", 12.0)] if how == "approve" else [])
+    assert final.approvals.pending == [] and final.audit[-1].call_id == "c1"
+    assert json.loads(json.dumps(final.to_dict()))["schema_version"] == 3
+
+
+def test_r23_a_schema_2_record_still_refuses_an_edited_history(make_agent, store_url):
+    from agentflow import ApprovalError
+    bank = Bank()
+    agent, _ = make_agent([], tools=bank.tools)
+    data = schema2_session()
+    data["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"amount": 12000.0}'
+    session = AgentSession.from_dict(data)
+    with pytest.raises(ApprovalError, match="edited after the run paused"):
+        list(agent.run([], session, AgentRunOptions().with_tool_approval_responses(
+            [session.approval_requests(bank.tools)[0].approve()])))
+    assert bank.ran == []
+
+
+def test_r23_a_schema_2_record_survives_a_save_in_schema_3(tmp_path):
+    path = tmp_path / "s.json"
+    AgentSession.from_dict(schema2_session()).save(path)
+    again = AgentSession.load(path)
+    assert again.approvals.pending[0].scheme == "schema-2"
+    assert again.approvals.check(again.pending_tool_calls, {}) is None
