@@ -35,7 +35,7 @@ from typing import Callable, Collection, Iterable, Mapping, NamedTuple
 from . import policy
 from .approvals import ApprovalLedger, Settlement, approval_request
 from .canonical import arguments_digest, canonical_json
-from .errors import ApprovalError, PolicyError
+from .errors import ApprovalError, PolicyError, Setting
 from .policy import ApprovalPolicy
 from .schema import schema_errors
 from .tools import Tool, interrupted_text
@@ -385,16 +385,16 @@ def check_responses(responses, pending: list[ToolCall], answered: set[str],
     if problems:
         waiting = sorted(pending_ids - set(started))
         if waiting:
-            hint = f"pending calls: {', '.join(waiting)}"
+            hint: tuple = (f"pending calls: {', '.join(waiting)}",)
         elif already or begun:
             hint = ("nothing waits for approval any more; to go on after a failed model "
-                    "call, run again with no responses: run([], session)")
+                    "call, run again with no responses: run([], session)",)
         else:
-            hint = ("the session has no pending call; resume with the same AgentSession "
-                    "the run paused in")
-        raise ApprovalError(f"approval responses do not fit the paused run: "
-                            f"{'; '.join(problems)} ({hint}). Nothing was executed.",
-                            unknown + already + twice + begun)
+            hint = ("the session has no pending call; ", Setting("session"))
+        raise ApprovalError.naming(f"approval responses do not fit the paused run: "
+                                   f"{'; '.join(problems)} (", *hint,
+                                   "). Nothing was executed.",
+                                   call_ids=unknown + already + twice + begun)
     return by_id
 
 
