@@ -79,6 +79,7 @@ class PendingApproval:
     rule: str | None = None
     layer: str | None = None
     scheme: str | None = None  # "schema-2": recorded by an older agentflow (SPEC R23)
+    request_id: str | None = None  # the pause's (SPEC R24); None in older records
 
     def matches(self, call: ToolCall) -> bool:
         """Whether the record is still that of ``call``: same id, tool and arguments
@@ -194,7 +195,7 @@ class ApprovalLedger:
 
     def issue(self, call: ToolCall, now: float, ttl: float | None = None,
               why: str | None = None, rule: str | None = None,
-              layer: str | None = None) -> PendingApproval:
+              layer: str | None = None, request_id: str | None = None) -> PendingApproval:
         """Record that a call waits for approval (SPEC R3), replacing an older record
         of the same id.
 
@@ -206,12 +207,15 @@ class ApprovalLedger:
             why: why it asks (str), shown and audited.
             rule: the policy rule that asked, if one did (R19).
             layer: the policy layer of that rule.
+            request_id: the pause's id (str), which its answers must carry if they
+                carry one (R24).
 
         Returns:
             PendingApproval: the record.
         """
         record = PendingApproval(call.id, call.name, arguments_digest(call.arguments), now,
-                                 None if ttl is None else now + ttl, why, rule, layer)
+                                 None if ttl is None else now + ttl, why, rule, layer,
+                                 request_id=request_id)
         self.pending = [r for r in self.pending if r.call_id != call.id] + [record]
         return record
 
@@ -323,6 +327,14 @@ class ApprovalLedger:
                 f"call(s) {', '.join(never_asked)} were never put up for approval (awaiting "
                 f"approval: {asked}); only those can be answered. Nothing was executed.",
                 never_asked)
+        elsewhere = [i for i, r in responses.items() if r.request_id is not None
+                     and r.request_id != records[i].request_id]
+        if elsewhere:
+            raise ApprovalError(
+                f"the answer(s) for {', '.join(elsewhere)} were given to another pause (or "
+                "another session) than the one waiting here: their request_id is not this "
+                "pause's. Answer the requests of this session's pause "
+                "(session.approval_requests()). Nothing was executed.", elsewhere)
         mismatched = [i for i, r in responses.items()
                       if r.digest is not None and r.digest != records[i].digest]
         if mismatched:
@@ -436,12 +448,15 @@ def approval_request(call: ToolCall, description: str,
     except (ValueError, RecursionError):
         arguments = None
     digest = record.digest if record is not None else arguments_digest(call.arguments)
-    return ToolApprovalRequest(call.id, call.name, arguments, description, digest)
+    request_id = (record.request_id or "") if record is not None else ""
+    return ToolApprovalRequest(call.id, call.name, arguments, description, digest, request_id)
 
 
 def _record(record) -> dict:
-    """A record's dict; ``scheme`` only when an older version wrote it."""
+    """A record's dict; ``scheme`` only when an older version wrote it, ``request_id``
+    only when it has one."""
     data = asdict(record)
-    if data.get("scheme") is None:
-        data.pop("scheme", None)
+    for key in ("scheme", "request_id"):
+        if data.get(key) is None:
+            data.pop(key, None)
     return data

@@ -30,6 +30,7 @@ The loop (``function_invoking.py``) owns the order of the steps; the ledger
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Callable, Collection, Iterable, Mapping, NamedTuple
 
 from . import policy
@@ -217,9 +218,11 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
             ledger.automatic(call, verdict.action.audited, now, verdict.why, verdict.rule,
                              verdict.layer)
     requests = []
+    pause = uuid.uuid4().hex if asked else None  # R24: one id for this pause
     for call in asked:
         verdict = verdicts[call.id]
-        record = ledger.issue(call, now, ttl, verdict.why, verdict.rule, verdict.layer)
+        record = ledger.issue(call, now, ttl, verdict.why, verdict.rule, verdict.layer,
+                              pause)
         requests.append(approval_request(call, tools[call.name].description, record))
     if asked:
         for call in calls:

@@ -3,6 +3,8 @@ runs: an edit with an argument the tool does not take (R20), an answer from anot
 pause or another session, a signed session copied to another id. Real HTTP to a
 loopback replay server, real stores."""
 
+import dataclasses
+
 import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
@@ -95,3 +97,61 @@ def test_an_edit_with_a_huge_integer_is_a_typed_refusal(make_agent):
                                             r"the integer of 400 digits"):
         list(agent.run([], session, answer(request.approve(arguments={"amount": 10 ** 399}))))
     assert ran == []
+
+
+# -- R24: an answer is bound to its pause ---------------------------------------------------
+
+def test_r24_an_answer_from_another_session_is_refused(make_agent):
+    """Two sessions paused on the same call id with the same arguments: A's approval,
+    passed to B's run, runs nothing in B."""
+    ran, tools = bank()
+    agent_a, session_a, request_a = paused(make_agent, tools)
+    agent_b, session_b, request_b = paused(make_agent, tools, chat_stream(text="ok"))
+    assert (request_a.call_id, request_a.digest) == (request_b.call_id, request_b.digest)
+    assert request_a.request_id != request_b.request_id
+    before = session_b.to_dict()
+    with pytest.raises(ApprovalError, match="given to another pause \\(or another session\\)"
+                                            ".*Nothing was executed") as caught:
+        list(agent_b.run([], session_b, answer(request_a.approve())))
+    assert caught.value.call_ids == ["c1"]
+    assert ran == [] and session_b.to_dict() == before
+    list(agent_b.run([], session_b, answer(request_b.approve())))
+    assert ran == [120]
+
+
+def test_r24_an_answer_to_an_earlier_pause_of_the_same_session_is_refused(make_agent):
+    """The model asks for the same call again after a rejection: the first pause's
+    approval, kept and replayed, does not approve the second."""
+    ran, tools = bank()
+    agent, session, first = paused(make_agent, tools,
+                                   chat_stream(tool_calls=[("c1", "transfer", PAY)]))
+    kept = first.approve()
+    updates = list(agent.run([], session, answer(first.reject("not now"))))
+    second = next(u for u in updates if isinstance(u, ToolApprovalRequest))
+    # the repeated id is made unique in the history (c1_0), and the pauses differ
+    assert second.digest == first.digest and second.request_id != first.request_id
+    with pytest.raises(ApprovalError, match=r"no pending call has the id\(s\) c1 "):
+        list(agent.run([], session, answer(kept)))
+    moved = dataclasses.replace(kept, call_id=second.call_id)  # aimed at the new call
+    with pytest.raises(ApprovalError, match="another pause"):
+        list(agent.run([], session, answer(moved)))
+    assert ran == []
+
+
+def test_r24_an_answer_without_a_request_id_is_matched_by_call_id_and_digest(make_agent):
+    from agentflow import ToolApprovalResponse
+    ran, tools = bank()
+    agent, session, request = paused(make_agent, tools, chat_stream(text="ok"))
+    list(agent.run([], session, answer(ToolApprovalResponse("c1", True, digest=request.digest))))
+    assert ran == [120]
+
+
+def test_r24_the_request_id_survives_a_save_and_the_reloaded_requests_carry_it(
+        make_agent, tmp_path):
+    ran, tools = bank()
+    agent, session, request = paused(make_agent, tools, chat_stream(text="ok"))
+    session.save(tmp_path / "s.json")
+    again = AgentSession.load(tmp_path / "s.json")
+    assert [r.request_id for r in again.approval_requests(tools)] == [request.request_id]
+    list(agent.run([], again, answer(again.approval_requests(tools)[0].approve())))
+    assert ran == [120]
