@@ -227,7 +227,8 @@ class AgentSession:
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"cannot save the session to {path}: the folder "
                                     f"{folder} does not exist")
-        write_atomically(path, encode(self.to_dict(), secret, indent=1))
+        write_atomically(path, encode(self.to_dict(), secret, indent=1,
+                                      identity=file_identity(path)))
 
     @classmethod
     def load(cls, path, secret: str | bytes | None = None) -> "AgentSession":
@@ -281,13 +282,28 @@ class AgentSession:
             yield session
 
 
-def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSession":
+def file_identity(path) -> str:
+    """What a signed session file's signature binds it to (SPEC R24).
+
+    Args:
+        path: the file (str or path-like).
+
+    Returns:
+        str: ``file:`` and its absolute path.
+    """
+    return "file:" + os.path.abspath(os.fspath(path))
+
+
+def decode(text: str, where: str, secret: str | bytes | None = None,
+           identity: str | None = None) -> "AgentSession":
     """The session in JSON text from ``encode``, its signature checked.
 
     Args:
         text: the JSON text (str).
         where: names the source (str, a path or a store key) in error messages.
         secret: the signing key (str or bytes), or ``None``.
+        identity: the identity it is read as (``codec.encode``): a signature made for
+            another one is refused (R24).
 
     Returns:
         AgentSession: the session.
@@ -299,7 +315,7 @@ def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSe
     data = parse(text, where)
     if _version_problem(data):
         raise SessionError(f"{where} is not a saved session: {_version_problem(data)}")
-    verify(where, data, secret)
+    verify(where, data, secret, identity)
     try:
         return AgentSession.from_dict(data)
     except SessionError:

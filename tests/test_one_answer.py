@@ -155,3 +155,117 @@ def test_r24_the_request_id_survives_a_save_and_the_reloaded_requests_carry_it(
     assert [r.request_id for r in again.approval_requests(tools)] == [request.request_id]
     list(agent.run([], again, answer(again.approval_requests(tools)[0].approve())))
     assert ran == [120]
+
+
+# -- R24: a signed session is bound to its identity -----------------------------------------
+
+SECRET = "s3cret-key"
+
+
+def copy_in_storage(store_url, store, source, target):
+    """What someone who can write the storage does: copy a session's rows (or file) to
+    another id, signature and all."""
+    if store_url.startswith("file://"):
+        import shutil
+        shutil.copy(store.path(source), store.path(target))
+        return
+    statements = [
+        f"INSERT INTO agentflow_sessions SELECT '{target}', revision, data, updated_at, "
+        f"waiting_since FROM agentflow_sessions WHERE id = '{source}'",
+        f"INSERT INTO agentflow_session_items SELECT '{target}', kind, position, data, mac "
+        f"FROM agentflow_session_items WHERE session_id = '{source}'",
+        f"INSERT INTO agentflow_pending_calls SELECT '{target}', call_id, issued_at, data, "
+        f"mac FROM agentflow_pending_calls WHERE session_id = '{source}'"]
+    if store_url.startswith("sqlite:///"):
+        import sqlite3
+        with sqlite3.connect(store_url[len("sqlite:///"):]) as db:
+            for statement in statements:
+                db.execute(statement)
+        return
+    import psycopg
+    with psycopg.connect(store_url, autocommit=True) as db:
+        for statement in statements:
+            db.execute(statement)
+
+
+def test_r24_a_signed_session_copied_to_another_id_is_refused(make_agent, store_url):
+    from agentflow.errors import SessionIntegrityError
+    from agentflow.stores import open_store
+    ran, tools = bank()
+    with open_store(store_url) as store:
+        store.secret = SECRET
+        with store.open("a") as session:
+            agent, _ = make_agent([chat_stream(tool_calls=[("c1", "transfer", PAY)])],
+                                  tools=tools)
+            list(agent.run("pay", session))
+        copy_in_storage(store_url, store, "a", "b")
+        with pytest.raises(SessionIntegrityError):
+            store.load("b")
+        assert store.load("a").approvals.pending[0].call_id == "c1"  # the original loads
+    assert ran == []
+
+
+def test_r24_a_signed_file_copied_to_another_path_is_refused(tmp_path):
+    import shutil
+    from agentflow.errors import SessionIntegrityError
+    session = AgentSession(state={"n": 1})
+    session.save(tmp_path / "a.json", secret=SECRET)
+    assert AgentSession.load(tmp_path / "a.json", secret=SECRET).state == {"n": 1}
+    shutil.copy(tmp_path / "a.json", tmp_path / "b.json")
+    with pytest.raises(SessionIntegrityError, match="signed as another session"):
+        AgentSession.load(tmp_path / "b.json", secret=SECRET)
+
+
+def older_signed(data: dict, scheme: str) -> str:
+    """A session file as an older agentflow signed it: over the dict alone, RFC 8785
+    (before R24) or, for schema 2, Python's sorted json.dumps (before RFC 8785)."""
+    import hashlib
+    import hmac
+    import json
+    from agentflow.canonical import canonical_json
+    text = (canonical_json(data) if scheme == "rfc8785" else
+            json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+    value = hmac.new(SECRET.encode(), text.encode(), hashlib.sha256).hexdigest()
+    return json.dumps({**data, "signature": {"alg": "HMAC-SHA256", "value": value}})
+
+
+@pytest.mark.parametrize("scheme, version", [("rfc8785", 3), ("rfc8785", 2),
+                                             ("json.dumps", 2)])
+def test_r24_an_older_signature_is_verified_by_its_scheme_and_re_signed(tmp_path, scheme,
+                                                                        version):
+    import json
+    from agentflow.errors import SessionIntegrityError
+    data = {"schema_version": version, "messages": [{"role": "user", "content": "x 12.0"}],
+            "state": {"amount": 12.0}, "approvals": {"pending": [], "audit": []}}
+    path = tmp_path / "s.json"
+    path.write_text(older_signed(data, scheme))
+    session = AgentSession.load(path, secret=SECRET)
+    assert session.state == {"amount": 12.0}
+    session.save(path, secret=SECRET)  # re-signed in the new scheme
+    assert json.loads(path.read_text())["signature"]["covers"] == "identity"
+    assert AgentSession.load(path, secret=SECRET).state == {"amount": 12.0}
+    tampered = older_signed(data, scheme).replace("12.0}", "99.0}")
+    path.write_text(tampered)
+    with pytest.raises(SessionIntegrityError):
+        AgentSession.load(path, secret=SECRET)
+
+
+def test_r24_the_json_dumps_scheme_is_not_accepted_for_a_schema_3_session(tmp_path):
+    from agentflow.errors import SessionIntegrityError
+    data = {"schema_version": 3, "messages": [], "state": {"amount": 12.0},
+            "approvals": {"pending": [], "audit": []}}
+    path = tmp_path / "s.json"
+    path.write_text(older_signed(data, "json.dumps"))
+    with pytest.raises(SessionIntegrityError):
+        AgentSession.load(path, secret=SECRET)
+
+
+def test_r24_stripping_the_identity_mark_does_not_verify(tmp_path):
+    import json
+    from agentflow.errors import SessionIntegrityError
+    AgentSession().save(tmp_path / "a.json", secret=SECRET)
+    data = json.loads((tmp_path / "a.json").read_text())
+    del data["signature"]["covers"]  # posing as an older signature, for another file
+    (tmp_path / "b.json").write_text(json.dumps(data))
+    with pytest.raises(SessionIntegrityError):
+        AgentSession.load(tmp_path / "b.json", secret=SECRET)
