@@ -25,16 +25,8 @@ from agentflow import ApprovalRequiredTool, ChatClientAgent, OpenAIChatClient, t
 from agentflow.stores import SessionStore, open_store
 
 
-def main() -> None:
-    where, session_id, base_url, log, scenario, kill_at = sys.argv[1:7]
-    kill_at, passed = int(kill_at), [0]
-
-    def boundary(name: str) -> None:
-        passed[0] += 1
-        if passed[0] == kill_at:
-            print(f"killed {name}", flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-
+def tools(log) -> list:
+    """The worker's tools, each appending a line to the file ``log`` when it runs."""
     @tool
     def transfer(amount: int) -> str:
         """Send money."""
@@ -55,6 +47,19 @@ def main() -> None:
         with open(log, "a") as handle:
             handle.write(f"note {text}\n")
         return "noted"
+
+    return [ApprovalRequiredTool(transfer), balance, note]
+
+
+def main() -> None:
+    where, session_id, base_url, log, scenario, kill_at = sys.argv[1:7]
+    kill_at, passed = int(kill_at), [0]
+
+    def boundary(name: str) -> None:
+        passed[0] += 1
+        if passed[0] == kill_at:
+            print(f"killed {name}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     real_save = SessionStore.save
 
@@ -86,7 +91,7 @@ def main() -> None:
 
         os.replace = watched_replace
     agent = ChatClientAgent(OpenAIChatClient(base_url=base_url, api_key="k", max_retries=0),
-                            tools=[ApprovalRequiredTool(transfer), balance, note])
+                            tools=tools(log))
     with store.open(session_id) as session:
         list(agent.run("pay" if scenario == "pause" else "check", session))
     print(f"done {passed[0]}", flush=True)

@@ -13,10 +13,12 @@ import sys
 
 import pytest
 
-from agentflow import (AgentRunOptions, ApprovalRequiredTool, ChatClientAgent, FinishReason,
-                       OpenAIChatClient, ToolApprovalRequest, ToolResult, tool)
+from agentflow import (AgentRunOptions, ChatClientAgent, FinishReason, OpenAIChatClient,
+                       ToolApprovalRequest, ToolResult)
 from agentflow.stores import open_store
 from agentflow.testing.replay import ReplayServer, chat_stream
+
+import pause_worker
 
 pytestmark = pytest.mark.slow
 
@@ -45,29 +47,8 @@ def kill_at(store_url, session_id, log, scenario, boundary) -> str:
 
 
 def agent_for(base_url, log):
-    @tool
-    def transfer(amount: int) -> str:
-        """Send money."""
-        with open(log, "a") as handle:
-            handle.write(f"transfer {amount}\n")
-        return f"sent {amount}"
-
-    @tool
-    def balance() -> str:
-        """Read the balance."""
-        with open(log, "a") as handle:
-            handle.write("balance\n")
-        return "1000"
-
-    @tool
-    def note(text: str) -> str:
-        """Write a note."""
-        with open(log, "a") as handle:
-            handle.write(f"note {text}\n")
-        return "noted"
-
     return ChatClientAgent(OpenAIChatClient(base_url=base_url, api_key="k", max_retries=0),
-                           tools=[ApprovalRequiredTool(transfer), balance, note])
+                           tools=pause_worker.tools(log))
 
 
 def ran(log) -> list:
