@@ -22,7 +22,7 @@ import signal
 import sys
 
 from agentflow import ApprovalRequiredTool, ChatClientAgent, OpenAIChatClient, tool
-from agentflow.stores import SessionStore, open_store
+from agentflow.stores import open_store
 
 
 def tools(log) -> list:
@@ -61,16 +61,16 @@ def main() -> None:
             print(f"killed {name}", flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
 
-    real_save = SessionStore.save
-
-    def save(store, sid, session):
-        boundary("before")
-        text = real_save(store, sid, session)
-        boundary("after")
-        return text
-
-    SessionStore.save = save
     store = open_store(where)
+    real_write = type(store)._write  # every write: a save, a checkpoint
+
+    def write(this, sid, session, before, changed):
+        boundary("before")
+        done = real_write(this, sid, session, before, changed)
+        boundary("after")
+        return done
+
+    type(store)._write = write
     if hasattr(store, "_execute"):  # a database store: inside the transaction
         execute = store._execute
 

@@ -19,6 +19,7 @@ from agentflow.stores import open_store
 from agentflow.testing.replay import ReplayServer, chat_stream
 
 import pause_worker
+from test_stores import opened_when_released  # a killed worker's lease: gone soon
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +78,7 @@ def check_the_pause(store, session_id, log) -> str:
             assert records == listed == ["c1", "c3"]
             requests = session.approval_requests(agent.chat_client.tools)
             answers = [requests[0].approve(), requests[1].reject("no")]
-            with store.open(session_id) as open_session:
+            with opened_when_released(store, session_id) as open_session:
                 updates = list(agent.run([], open_session, AgentRunOptions(
                 ).with_tool_approval_responses(answers)))
             assert results(updates) == {"c1": "sent 1", "c2": "Rejected: User denied",
@@ -85,7 +86,7 @@ def check_the_pause(store, session_id, log) -> str:
             assert ran(log) == ["transfer 1"]
             return "recorded"
         assert listed == []  # a turn without records: gated again, never denied
-        with store.open(session_id) as open_session:
+        with opened_when_released(store, session_id) as open_session:
             updates = list(agent.run([], open_session))
         asked = [u for u in updates if isinstance(u, ToolApprovalRequest)]
         assert [a.call_id for a in asked] == ["c1", "c3"] and results(updates) == {}
@@ -99,7 +100,7 @@ def check_the_run(store, session_id, log) -> None:
     result, none is answered as if a person had refused it, none ran twice."""
     with ReplayServer([FINAL, FINAL]) as server:
         agent = agent_for(server.base_url, log)
-        with store.open(session_id) as session:
+        with opened_when_released(store, session_id) as session:
             before = {m.tool_call_id for m in session.messages if m.tool_call_id}
             started = set(session.running)
             updates = list(agent.run([], session))
@@ -129,9 +130,10 @@ def test_r23_a_kill_at_every_step_boundary_loses_no_pause(store_url, tmp_path, s
                 check_the_run(store, session_id, log)
                 outcomes.append((line, "resumed"))
             boundary += 1
-    # every boundary was reached: before, inside and after each save
+    # every boundary was reached: before and after each write (one that changes
+    # nothing writes nothing: no inside), inside each real one
     kinds = [line.split()[1] for line, _ in outcomes]
-    assert kinds.count("before") == kinds.count("inside") == kinds.count("after") >= 1
+    assert kinds.count("before") == kinds.count("after") >= kinds.count("inside") >= 1
     if scenario == "pause":
         assert {o for _, o in outcomes} >= {"recorded"}
         assert "re-gated" not in {o for _, o in outcomes}  # one write: never half a pause

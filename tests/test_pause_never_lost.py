@@ -40,18 +40,19 @@ class Bank:
 
 
 class WriteLog:
-    """Wraps a store's ``save``, which every write goes through: what each one held."""
+    """Wraps a store's ``_write``, which every write goes through (a ``save``, a
+    ``checkpoint``): what each one held."""
 
     def __init__(self, store, monkeypatch):
         self.writes = []
-        original = type(store).save
+        original = type(store)._write
 
-        def save(this, session_id, session):
-            done = original(this, session_id, session)
+        def write(this, session_id, session, before, changed):
+            done = original(this, session_id, session, before, changed)
             self.writes.append(session.to_dict())
             return done
 
-        monkeypatch.setattr(type(store), "save", save)
+        monkeypatch.setattr(type(store), "_write", write)
 
 
 def test_r23_the_pausing_turn_and_all_its_records_are_one_write(make_agent, store_url,
