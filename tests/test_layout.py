@@ -140,3 +140,19 @@ def test_import_agentflow_loads_nothing_from_cli_or_testing():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_reading_path_of_the_readme_lists_real_files_with_their_lengths():
+    """README "Reading the code": each core file in order with its length in lines; a
+    length may lag a little behind edits (10 %), never more."""
+    import re
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Reading the code"):]
+    rows = re.findall(r"^\| (\d+) \| `(agentflow/[\w/]+\.py)` \| (\d+) \|", section, re.M)
+    assert [int(order) for order, _, _ in rows] == list(range(1, len(rows) + 1))
+    assert rows[0][1] == "agentflow/types.py"
+    assert {path for _, path, _ in rows} >= {"agentflow/function_invoking.py",
+                                             "agentflow/gate.py"}
+    for _, path, lines in rows:
+        real = len((PACKAGE.parent / path).read_text(encoding="utf-8").splitlines())
+        assert abs(real - int(lines)) <= real // 10, (path, lines, real)
