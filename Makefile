@@ -19,7 +19,7 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]' pytest
+	$(VENV)/bin/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]' pytest rfc8785==0.1.4
 	touch $(STAMP)
 
 # Without npm (or when the install fails) those tests skip, except under CI=true.

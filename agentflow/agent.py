@@ -174,7 +174,8 @@ class ChatClientAgent:
         updates = self.chat_client.run(
             prompt, options, on_message=on_message, approvals=session.approvals,
             new_messages=new_input, on_call_start=on_call_start,
-            started_calls=set(session.running))
+            started_calls=set(session.running),
+            on_records=lambda: session.checkpoint(changed=True))
         with contextlib.closing(updates):  # a caller's close() reaches the loop at once
             for update in updates:
                 if isinstance(update, Finish):

@@ -35,11 +35,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from typing import NamedTuple
 
-from .canonical import arguments_digest
+from .canonical import arguments_digest, schema2_arguments_digest
 from .errors import ApprovalError
-from .types import Grant, ToolApprovalRequest, ToolApprovalResponse, ToolCall
+from .types import ChatMessage, Grant, ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 EXPIRED_REASON = "approval expired"
+OLD_SCHEME = "schema-2"  # the digest scheme of records a schema-2 session holds (R23)
 # A pending record's inbox fields, left out of the stored form when unset.
 _SHOWN = ("description", "parameters", "preview", "subject", "mcp_tool", "exact_rules")
 
@@ -87,12 +88,36 @@ class PendingApproval:
     why: str | None = None
     rule: str | None = None
     layer: str | None = None
+    scheme: str | None = None  # "schema-2": recorded by an older agentflow (SPEC R23)
+    request_id: str | None = None  # the pause's (SPEC R24); None in older records
     description: str | None = None
     parameters: dict | None = None
     preview: str | None = None
     subject: str | None = None
     mcp_tool: str | None = None
     exact_rules: list | None = None
+
+    def matches(self, call: ToolCall) -> bool:
+        """Whether the record is still that of ``call``: same id, tool and arguments
+        digest, computed as the version that wrote the record computed it (SPEC R23).
+
+        Args:
+            call: the pending ``ToolCall``.
+
+        Returns:
+            bool: ``False`` when the history was edited after the pause.
+        """
+        return (call.id == self.call_id and call.name == self.tool
+                and self.digest in _digests(call.arguments, self.scheme))
+
+
+
+def _digests(arguments: str, scheme: str | None) -> tuple:
+    """The digests a record written under ``scheme`` may hold for ``arguments``: a
+    schema-2 agentflow wrote the JSON dump digest before RFC 8785, or RFC 8785's."""
+    if scheme == OLD_SCHEME:
+        return arguments_digest(arguments), schema2_arguments_digest(arguments)
+    return (arguments_digest(arguments),)
 
 
 PREVIEW_CAP = 16_000  # characters of a tool's preview kept in a pending record
@@ -128,14 +153,11 @@ class RecordedAnswer:
             ToolApprovalResponse: carrying the digest, approver, edit and grants.
         """
         grants = [Grant(g["rule"], g.get("ttl")) for g in self.grant or ()] or None
-        bound = {}  # SPEC R24's request_id, once ToolApprovalResponse carries one
-        if self.request_id is not None and "request_id" in getattr(
-                ToolApprovalResponse, "__dataclass_fields__", {}):
-            bound["request_id"] = self.request_id
         return ToolApprovalResponse(self.call_id, self.approved,
                                     None if self.approved else self.reason, self.digest,
                                     self.approver, self.arguments if self.approved else None,
-                                    grants if self.approved else None, **bound)
+                                    grants if self.approved else None,
+                                    request_id=self.request_id)
 
 
 @dataclass
@@ -148,6 +170,7 @@ class Denial:
     digest: str
     rule: str
     layer: str
+    scheme: str | None = None  # as in PendingApproval
 
 
 @dataclass
@@ -208,10 +231,30 @@ class ApprovalLedger:
     denied: list[Denial] = field(default_factory=list)
     grants: list[SessionGrant] = field(default_factory=list)
     answers: list[RecordedAnswer] = field(default_factory=list)
+    held: list = field(default_factory=list)  # OpenAI message dicts (SPEC R23)
+
+    def hold(self, messages) -> None:
+        """Keep a run's input behind a pause that judged a stored turn again (SPEC
+        R6, R23); the resume stores it after the results.
+
+        Args:
+            messages: the ``ChatMessage`` objects (the run's input not yet stored).
+        """
+        self.held += [m.to_openai() for m in messages]
+
+    def take_held(self) -> list:
+        """The input held behind the pause, taken out of the ledger (SPEC R23).
+
+        Returns:
+            list[ChatMessage]: oldest first.
+        """
+        held, self.held = self.held, []
+        return [ChatMessage.from_openai(m) for m in held]
 
     def issue(self, call: ToolCall, now: float, ttl: float | None = None,
               why: str | None = None, rule: str | None = None,
-              layer: str | None = None, shown: dict | None = None) -> PendingApproval:
+              layer: str | None = None, request_id: str | None = None,
+              shown: dict | None = None) -> PendingApproval:
         """Record that a call waits for approval (SPEC R3), replacing an older record
         of the same id.
 
@@ -223,6 +266,8 @@ class ApprovalLedger:
             why: why it asks (str), shown and audited.
             rule: the policy rule that asked, if one did (R19).
             layer: the policy layer of that rule.
+            request_id: the pause's id (str), which its answers must carry if they
+                carry one (R24).
             shown: what an inbox shows and checks (``PendingApproval``'s
                 ``description``, ``parameters``, ``preview``, ``subject``, ``mcp_tool``,
                 ``exact_rules``).
@@ -232,7 +277,7 @@ class ApprovalLedger:
         """
         record = PendingApproval(call.id, call.name, arguments_digest(call.arguments), now,
                                  None if ttl is None else now + ttl, why, rule, layer,
-                                 **(shown or {}))
+                                 request_id=request_id, **(shown or {}))
         self.pending = [r for r in self.pending if r.call_id != call.id] + [record]
         self.answers = [a for a in self.answers if a.call_id != call.id]  # a new pause
         return record
@@ -325,9 +370,7 @@ class ApprovalLedger:
         """
         records = {r.call_id: r for r in self.pending}
         calls = {c.id: c for c in pending_calls}
-        edited = [i for i, r in records.items()
-                  if i not in calls or calls[i].name != r.tool
-                  or arguments_digest(calls[i].arguments) != r.digest]
+        edited = [i for i, r in records.items() if i not in calls or not r.matches(calls[i])]
         if edited:
             raise ApprovalError(
                 f"the stored history no longer matches the approval record of call(s) "
@@ -347,6 +390,14 @@ class ApprovalLedger:
                 f"call(s) {', '.join(never_asked)} were never put up for approval (awaiting "
                 f"approval: {asked}); only those can be answered. Nothing was executed.",
                 never_asked)
+        elsewhere = [i for i, r in responses.items() if r.request_id is not None
+                     and r.request_id != records[i].request_id]
+        if elsewhere:
+            raise ApprovalError(
+                f"the answer(s) for {', '.join(elsewhere)} were given to another pause (or "
+                "another session) than the one waiting here: their request_id is not this "
+                "pause's. Answer the requests of this session's pause "
+                "(session.approval_requests()). Nothing was executed.", elsewhere)
         mismatched = [i for i, r in responses.items()
                       if r.digest is not None and r.digest != records[i].digest]
         if mismatched:
@@ -404,25 +455,29 @@ class ApprovalLedger:
 
     def to_dict(self) -> dict:
         """JSON-safe form: ``{"pending": [record dicts], "audit": [record dicts]}``, with
-        ``"denied"``, ``"grants"`` and ``"answers"`` lists when they are not empty; a
-        pending record's inbox fields only when set."""
-        data = {"pending": [{k: v for k, v in asdict(r).items()
+        ``"denied"``, ``"grants"``, ``"answers"`` and ``"held"`` lists when they are not
+        empty; a pending record's inbox fields only when set."""
+        data = {"pending": [{k: v for k, v in _record(r).items()
                              if v is not None or k not in _SHOWN} for r in self.pending],
                 "audit": [asdict(r) for r in self.audit]}
         if self.denied:
-            data["denied"] = [asdict(d) for d in self.denied]
+            data["denied"] = [_record(d) for d in self.denied]
         if self.grants:
             data["grants"] = [asdict(g) for g in self.grants]
         if self.answers:
             data["answers"] = [asdict(a) for a in self.answers]
+        if self.held:
+            data["held"] = [dict(m) for m in self.held]
         return data
 
     @classmethod
-    def from_dict(cls, data: dict | None) -> "ApprovalLedger":
+    def from_dict(cls, data: dict | None, schema_version: int = 3) -> "ApprovalLedger":
         """The inverse of ``to_dict``.
 
         Args:
             data: a dict from ``to_dict``; ``None`` gives an empty ledger.
+            schema_version: the session schema it was written in (int); the records
+                of a schema-2 session are honoured by that version's digests (R23).
 
         Returns:
             ApprovalLedger: the ledger.
@@ -431,11 +486,16 @@ class ApprovalLedger:
             TypeError: a record has unknown or missing keys.
         """
         data = data or {}
-        return cls([PendingApproval(**r) for r in data.get("pending", [])],
-                   [AuditRecord(**r) for r in data.get("audit", [])],
-                   [Denial(**d) for d in data.get("denied", [])],
-                   [SessionGrant(**g) for g in data.get("grants", [])],
-                   [RecordedAnswer(**a) for a in data.get("answers", [])])
+        ledger = cls([PendingApproval(**r) for r in data.get("pending", [])],
+                     [AuditRecord(**r) for r in data.get("audit", [])],
+                     [Denial(**d) for d in data.get("denied", [])],
+                     [SessionGrant(**g) for g in data.get("grants", [])],
+                     answers=[RecordedAnswer(**a) for a in data.get("answers", [])],
+                     held=[dict(m) for m in data.get("held", [])])
+        if schema_version < 3:
+            for record in ledger.pending + ledger.denied:
+                record.scheme = record.scheme or OLD_SCHEME
+        return ledger
 
 
 def approval_request(call: ToolCall, description: str,
@@ -457,4 +517,15 @@ def approval_request(call: ToolCall, description: str,
     except (ValueError, RecursionError):
         arguments = None
     digest = record.digest if record is not None else arguments_digest(call.arguments)
-    return ToolApprovalRequest(call.id, call.name, arguments, description, digest)
+    request_id = (record.request_id or "") if record is not None else ""
+    return ToolApprovalRequest(call.id, call.name, arguments, description, digest, request_id)
+
+
+def _record(record) -> dict:
+    """A record's dict; ``scheme`` only when an older version wrote it, ``request_id``
+    only when it has one."""
+    data = asdict(record)
+    for key in ("scheme", "request_id"):
+        if data.get(key) is None:
+            data.pop(key, None)
+    return data

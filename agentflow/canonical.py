@@ -22,7 +22,7 @@ import hashlib
 import json
 import math
 
-__all__ = ["canonical_json", "arguments_digest"]
+__all__ = ["canonical_json", "arguments_digest", "schema2_arguments_digest"]
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
             "\f": "\\f", "\r": "\\r"}
@@ -40,7 +40,8 @@ def canonical_json(value) -> str:
 
     Raises:
         ValueError: for NaN or an infinity (not representable in JSON, RFC 8785
-            §3.2.2.3), or a value that is not JSON data.
+            §3.2.2.3), an integer beyond the IEEE 754 double range (about 1.8e308,
+            which RFC 8785 numbers are), or a value that is not JSON data.
     """
     out: list[str] = []
     stack: list = [value]
@@ -76,7 +77,12 @@ def canonical_json(value) -> str:
         elif item is None:
             out.append("null")
         elif isinstance(item, (int, float)):
-            out.append(_number(float(item)))
+            try:
+                number = float(item)
+            except OverflowError:
+                raise ValueError(f"the integer of {len(str(abs(item)))} digits is beyond "
+                                 "the IEEE 754 double range of RFC 8785 numbers") from None
+            out.append(_number(number))
         else:
             raise ValueError(f"not JSON data: {type(item).__name__}")
     return "".join(out)
@@ -90,11 +96,33 @@ def arguments_digest(arguments: str) -> str:
 
     Returns:
         The hex digest of the UTF-8 bytes of ``canonical_json(json.loads(arguments))``;
-        text that is not JSON (or nests too deep for the decoder, or holds NaN) is
-        hashed as it is, so every call has a digest (SPEC §3).
+        text that has no canonical form (not JSON, nested too deep for the decoder,
+        NaN, a number beyond the double range such as a 400-digit integer) is hashed
+        as it is, so every call has a digest (SPEC §3) and another language computes
+        the same one.
     """
     try:
         text = canonical_json(json.loads(arguments))
+    except (ValueError, RecursionError):
+        text = arguments
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def schema2_arguments_digest(arguments: str) -> str:
+    """The digest an agentflow of session schema 2 may have recorded before RFC 8785:
+    SHA-256 of ``json.dumps(json.loads(arguments), sort_keys=True, separators=(",",
+    ":"), ensure_ascii=False)``, where ``12.0`` stays ``12.0`` (RFC 8785 writes ``12``).
+    Only to honour records that version wrote (SPEC R23); never used for a new one.
+
+    Args:
+        arguments: the raw JSON text of the call (``ToolCall.arguments``).
+
+    Returns:
+        str: 64 lower-case hex digits; text that is not JSON is hashed as it is.
+    """
+    try:
+        text = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False)
     except (ValueError, RecursionError):
         text = arguments
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -5,7 +5,14 @@ signature over its canonical form (SPEC R15, R16, R24).
 ``parse`` reads it back and ``verify`` checks the signature: an edited session, a signed one read
 without the secret and an unsigned one read with it are all refused
 (``SessionIntegrityError``). The signature is HMAC-SHA256 (RFC 2104) over the RFC 8785
-canonical JSON of the dict without its ``signature`` key.
+canonical JSON of ``{"identity": IDENTITY, "session": DICT}``, the dict without its
+``signature`` key and the session's identity (a store's session id, or a file's
+absolute path, ``file:/…``), so a signed session copied to another id or file is
+refused (R24); the signature says so with ``"covers": "identity"``. Signatures of the
+older schemes (over the dict alone: RFC 8785, or before it, for schema 2, Python's
+sorted ``json.dumps``) are verified by their own scheme, and the next save re-signs
+the session in the new one. (A session signed in an older scheme can still be copied
+to another id until it is saved again: only the store's revision sees that, R22.)
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ from .errors import SessionError, SessionIntegrityError
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def encode(data: dict, secret: str | bytes | None = None, indent: int | None = None) -> str:
+def encode(data: dict, secret: str | bytes | None = None, indent: int | None = None,
+           identity: str | None = None) -> str:
     """JSON text of a session dict. Lone surrogates are written as ``\\uXXXX`` escapes,
     which ``json.loads`` turns back into the same text, so a save never fails on what a
     tool returned (SPEC R16).
@@ -30,11 +38,17 @@ def encode(data: dict, secret: str | bytes | None = None, indent: int | None = N
         data: the session dict (from ``AgentSession.to_dict``).
         secret: a key (str or bytes) to add an HMAC-SHA256 ``signature``, or ``None``.
         indent: JSON indent (int), or ``None`` for the compact form.
+        identity: what the signature binds the session to (str: a store's session
+            id, a file's ``file:`` absolute path); ``None`` for a dict that holds its
+            identity itself (a database store's head, ``stores/rows.py``).
 
     Returns:
         str: the JSON text, encodable as UTF-8.
     """
-    if secret is not None:
+    if secret is not None and identity is not None:
+        data = {**data, "signature": {"alg": "HMAC-SHA256", "covers": "identity",
+                                      "value": sign(_covered(data, identity), secret)}}
+    elif secret is not None:
         data = {**data, "signature": {"alg": "HMAC-SHA256", "value": sign(data, secret)}}
     text = json.dumps(data, ensure_ascii=False, indent=indent,
                       separators=None if indent is not None else (",", ":"))
@@ -82,18 +96,35 @@ def sign(data, secret: str | bytes) -> str:
     return hmac.new(key, _canonical(data), hashlib.sha256).hexdigest()
 
 
-def verify(path: str, data: dict, secret) -> None:
+def _covered(data: dict, identity: str) -> dict:
+    return {"identity": identity, "session": data}
+
+
+def _older_signatures(data: dict, secret) -> list:
+    """What a signature of an older scheme is (module docstring)."""
+    key = secret.encode("utf-8") if isinstance(secret, str) else secret
+    older = [sign(data, secret)]
+    if data.get("schema_version") in (1, 2):  # before RFC 8785
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        older.append(hmac.new(key, text.encode("utf-8", "surrogatepass"),
+                              hashlib.sha256).hexdigest())
+    return older
+
+
+def verify(path: str, data: dict, secret, identity: str | None = None) -> None:
     """Check and remove the ``signature`` of a parsed session dict (SPEC R24).
 
     Args:
         path: names the source (str) in error messages.
         data: the parsed dict; its ``signature`` key is removed.
         secret: the signing key (str or bytes), or ``None``.
+        identity: the identity the session is read as (str, as for ``encode``).
 
     Raises:
-        SessionIntegrityError: the signature does not verify with ``secret``; it is
-            signed and no ``secret`` is given; or ``secret`` is given and it is not
-            signed.
+        SessionIntegrityError: the signature does not verify with ``secret`` for
+            ``identity`` (edited, the wrong secret, or copied from another id or
+            file); it is signed and no ``secret`` is given; or ``secret`` is given
+            and it is not signed.
     """
     signature = data.pop("signature", None)
     if signature is None:
@@ -104,7 +135,12 @@ def verify(path: str, data: dict, secret) -> None:
     if secret is None:
         raise SessionIntegrityError(f"{path} is signed; pass secret=... to load it")
     value = signature.get("value") if isinstance(signature, dict) else None
-    if not isinstance(value, str) or not hmac.compare_digest(value, sign(data, secret)):
+    if isinstance(signature, dict) and signature.get("covers") == "identity":
+        expected = [sign(_covered(data, identity), secret)] if identity is not None else []
+    else:
+        expected = _older_signatures(data, secret)
+    if not isinstance(value, str) or not any(hmac.compare_digest(value, e) for e in expected):
         raise SessionIntegrityError(
-            f"{path} was modified after it was signed (or the secret is wrong); refusing "
-            "to load it. Restore the file as saved, or start a new session.")
+            f"{path} was modified after it was signed, was signed as another session (a "
+            "copy of another id or file), or the secret is wrong; refusing to load it. "
+            "Restore the file as saved, or start a new session.")

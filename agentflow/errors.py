@@ -24,20 +24,103 @@ they are stored (SPEC §6, last item). The tree::
     │   │   └── SessionLockedError      another live worker has it open
     │   └── StoreError                  the store's database or folder failed (store)
     ├── PolicyError (also ValueError)   a policy file or rule that cannot be used
+    ├── UnreadableCommandLine           the shell reader cannot read a line (opaque)
     ├── LoopStateError                  an illegal move of the tool loop (a bug)
     ├── ResultConversionError           a tool ran; its result cannot become text
     ├── MCPError                        an MCP server failed (server)
     │   ├── MCPTimeoutError             a tool call timed out
     │   └── MCPToolError                the tool reported a failure
     ├── UsageError (also ValueError)    the command line asks for something impossible
-    └── SandboxError                    a required sandbox cannot start (bwrap)
+    ├── SandboxError                    a required sandbox cannot start (bwrap)
+    └── Quit                            the person chose q at the prompt (not an error)
+
+A message that tells the caller to check or change one of their settings names it as a
+``Setting``, not as words: ``str(error)`` says ``base_url`` or ``read_timeout=120 s`` (the
+library's arguments), and ``error.worded(wording)`` says it as a front end's own
+``Wording`` does (the command line: ``--base-url``, ``120 s``), so rewording a message
+never silently changes what the command shows.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A caller's setting that a message names (see the module docstring).
+
+    Attributes:
+        name: the library's argument (str): ``base_url``, ``read_timeout``,
+            ``connect_timeout``, or ``session`` (resume with the session that paused).
+        seconds: its value when the message gives it as a time limit (float), else
+            ``None``.
+    """
+
+    name: str
+    seconds: float | None = None
+
+
+class Wording:
+    """How messages name the caller's settings: the library's own words. A front end
+    subclasses it and passes it to ``AgentflowError.worded``."""
+
+    def word(self, setting: Setting) -> str:
+        """The words for one setting.
+
+        Args:
+            setting: the ``Setting``.
+
+        Returns:
+            str: ``read_timeout=120 s`` for a limit, ``base_url`` for a name, and for
+            ``session`` the instruction to resume with the session that paused.
+        """
+        if setting.name == "session":
+            return "resume with the same AgentSession the run paused in"
+        if setting.seconds is not None:
+            return f"{setting.name}={setting.seconds} s"
+        return setting.name
+
 
 class AgentflowError(Exception):
-    """Base class of every error raised by agentflow."""
+    """Base class of every error raised by agentflow.
+
+    Attributes:
+        parts: the message as text (str) and ``Setting`` pieces, when it names a
+            setting; empty otherwise.
+    """
+
+    parts: tuple = ()
+
+    @classmethod
+    def naming(cls, *parts, **fields) -> "AgentflowError":
+        """An error whose message names settings (module docstring).
+
+        Args:
+            parts: text (str) and ``Setting`` pieces, in order.
+            fields: the class's own keyword arguments (e.g. ``status=``).
+
+        Returns:
+            AgentflowError: of class ``cls``; ``str()`` in the library's words.
+        """
+        error = cls(_join(parts, Wording()), **fields)
+        error.parts = parts
+        return error
+
+    def worded(self, wording: Wording) -> str:
+        """The message with the settings it names in ``wording``'s words.
+
+        Args:
+            wording: a ``Wording`` (e.g. the command line's flags).
+
+        Returns:
+            str: ``str(self)`` when the message names no setting.
+        """
+        return _join(self.parts, wording) if self.parts else str(self)
+
+
+def _join(parts, wording: Wording) -> str:
+    return "".join(p if isinstance(p, str) else wording.word(p) for p in parts)
 
 
 class ProviderError(AgentflowError):
@@ -77,8 +160,19 @@ class ProviderError(AgentflowError):
             parts.append(f"HTTP {status}")
         if code not in (None, ""):
             parts.append(f"code {code}")
-        prefix = f"[{', '.join(parts)}] " if parts else ""
-        super().__init__(prefix + message)
+        self._prefix = f"[{', '.join(parts)}] " if parts else ""
+        super().__init__(self._prefix + message)
+
+    def worded(self, wording: Wording) -> str:
+        """As ``AgentflowError.worded``, with the ``[HTTP status, code]`` prefix.
+
+        Args:
+            wording: a ``Wording``.
+
+        Returns:
+            str: the message in ``wording``'s words.
+        """
+        return self._prefix + _join(self.parts, wording) if self.parts else str(self)
 
 
 class BadRequestError(ProviderError):
@@ -120,12 +214,13 @@ _BY_STATUS = {400: BadRequestError, 401: AuthenticationError, 403: PermissionDen
               429: RateLimitError}
 
 
-def provider_error(message: str, *, status: int | None = None, **fields) -> ProviderError:
+def provider_error(*parts, status: int | None = None, **fields) -> ProviderError:
     """The ``ProviderError`` of an HTTP status: its subclass (``RateLimitError`` for 429,
     ``InternalServerError`` for 5xx, ``BadRequestError`` for other 4xx), or the base class.
 
     Args:
-        message: the message (str), already scrubbed of the key.
+        parts: the message (str), already scrubbed of the key, or its text and
+            ``Setting`` pieces (``AgentflowError.naming``).
         status: the HTTP status (int), or ``None``.
         **fields: ``code``, ``headers``, ``retry_after``, ``attempts`` (as ``ProviderError``).
 
@@ -137,7 +232,7 @@ def provider_error(message: str, *, status: int | None = None, **fields) -> Prov
         kind = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else
                                           BadRequestError if 400 <= status < 500
                                           and status != 408 else ProviderError)
-    return kind(message, status=status, **fields)
+    return kind.naming(*parts, status=status, **fields)
 
 
 class ProviderTimeoutError(ProviderError):
@@ -266,3 +361,16 @@ class UsageError(AgentflowError, ValueError):
 class SandboxError(AgentflowError):
     """A command cannot run in the sandbox it must run in (issue 27): the sandbox is
     required and ``bwrap`` cannot start here. Nothing was run."""
+
+
+class UnreadableCommandLine(AgentflowError, ValueError):
+    """The shell reader cannot fully read a command line (unbalanced quotes, a
+    redirection without a target …). Never leaves ``agentflow.shell.parse``: the line
+    comes back ``opaque`` with this message as the reason, and no allow pattern can
+    match it (SPEC R19: what cannot be read is never allowed)."""
+
+
+class Quit(AgentflowError):
+    """The person chose q at ``agentflow chat``'s approval prompt, or ended its input:
+    the chat stops and the call stays pending. Not an error; it never leaves the
+    command."""

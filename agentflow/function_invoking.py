@@ -121,6 +121,7 @@ class LoopEvent(enum.Enum):
     """What a step reports when it ends; ``TRANSITIONS`` maps it to the next state."""
 
     CALLS_PENDING = "calls pending"            # the history ends with unanswered calls (R4)
+    CALLS_UNRECORDED = "calls unrecorded"      # ... that no recorded pause holds (R23)
     NOTHING_PENDING = "nothing pending"
     RESULTS_ADDED = "results added"            # one round of tool results is in (R2)
     ROUND_LIMIT = "round limit"                # the next model call would exceed max_rounds (R8)
@@ -136,6 +137,7 @@ TERMINAL = frozenset({LoopState.DONE, LoopState.AWAITING_APPROVAL, LoopState.FAI
 TRANSITIONS: dict[tuple[LoopState, LoopEvent], LoopState] = {
     (LoopState.START, LoopEvent.CALLS_PENDING): LoopState.RESUMING,
     (LoopState.START, LoopEvent.NOTHING_PENDING): LoopState.CALLING_MODEL,
+    (LoopState.START, LoopEvent.CALLS_UNRECORDED): LoopState.AT_GATE,
     (LoopState.RESUMING, LoopEvent.RESULTS_ADDED): LoopState.CALLING_MODEL,
     (LoopState.RESUMING, LoopEvent.ROUND_LIMIT): LoopState.DONE,
     (LoopState.CALLING_MODEL, LoopEvent.TURN_ENDED): LoopState.DONE,
@@ -200,13 +202,16 @@ class RunState:
     on_message: Callable[[ChatMessage], None]
     approvals: ApprovalLedger | None
     on_call_start: Callable[[ToolCall], None] = lambda call: None
+    on_records: Callable[[], None] = lambda: None
     started: frozenset = frozenset()
     later: list[ChatMessage] = field(default_factory=list)
     unsaved: list[ChatMessage] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
     responses: dict[str, ToolApprovalResponse] = field(default_factory=dict)
     verdicts: dict[str, gate.GateVerdict] = field(default_factory=dict)  # the gate's, by call id
-    turn: ChatMessage | None = None  # the assistant message whose calls are at hand
+    turn: ChatMessage | None = None  # a model turn not stored yet, whose calls are at hand
+    calls: list[ToolCall] = field(default_factory=list)  # the calls at the gate
+    held: list[ChatMessage] = field(default_factory=list)  # input held by a pause (R23)
     rounds: int = 0
     failed_rounds: int = 0
     usage: Usage | None = None
@@ -329,7 +334,8 @@ class FunctionInvokingChatClient:
             approvals: ApprovalLedger | None = None,
             new_messages: Sequence[ChatMessage] = (),
             on_call_start: Callable[[ToolCall], None] | None = None,
-            started_calls: Collection[str] = ()) -> Iterator[AgentResponseUpdate]:
+            started_calls: Collection[str] = (),
+            on_records: Callable[[], None] | None = None) -> Iterator[AgentResponseUpdate]:
         """Run the loop; a generator of updates.
 
         Args:
@@ -349,6 +355,9 @@ class FunctionInvokingChatClient:
                 it stops the run before the tool runs.
             started_calls: ids (str) of calls that an earlier run started and never
                 finished; they are answered ``Error: interrupted: …`` (R16).
+            on_records: called when the gate recorded a pause in ``approvals`` that no
+                new message carries (a stored turn judged again, R23); it must persist
+                the ledger before the first ``ToolApprovalRequest`` is yielded.
 
         Yields:
             The caller-visible updates; the last is always one ``Finish`` whose reason
@@ -369,6 +378,8 @@ class FunctionInvokingChatClient:
                        unsaved=list(new_messages), started=frozenset(started_calls))
         if on_call_start is not None:
             run.on_call_start = on_call_start
+        if on_records is not None:
+            run.on_records = on_records
         machine = LoopMachine(self.on_transition)
         try:
             while machine.state not in TERMINAL:
@@ -394,9 +405,15 @@ class FunctionInvokingChatClient:
         run.later = run.messages[insert_at:] + run.unsaved
         del run.messages[insert_at:]
         run.pending = pending
+        if pending and gate.unrecorded(pending, run.approvals, run.started):
+            run.calls = pending  # R23: judged as if the model had just made them
+            return LoopEvent.CALLS_UNRECORDED
         if pending:
+            if run.approvals is not None:
+                run.held = run.approvals.take_held()
             return LoopEvent.CALLS_PENDING
         run.messages += run.later
+        run.later = []
         return LoopEvent.NOTHING_PENDING
 
     def _layers(self, run: RunState) -> list:
@@ -409,7 +426,10 @@ class FunctionInvokingChatClient:
                                          self.clock())
 
         failed = yield from self._answer(run, run.pending, answer_without_running)
+        for message in run.held:  # input an earlier run gave while its pause was made
+            run.store(message)
         run.messages += run.later  # R6: the input goes after the results
+        run.later = []
         run.rounds = 1
         run.failed_rounds = 1 if failed else 0
         return run.next_round()
@@ -432,8 +452,7 @@ class FunctionInvokingChatClient:
         message, reason = finish.message, finish.finish_reason
         if (message.tool_calls and tools_enabled
                 and reason not in (FinishReason.LENGTH, FinishReason.CONTENT_FILTER)):
-            run.store(message)
-            run.turn = message
+            run.turn, run.calls = message, list(message.tool_calls)  # stored at the gate
             return LoopEvent.TOOLS_CALLED
         if message.tool_calls:
             # R14: calls cut off or filtered never run; R13: tools were disabled. The
@@ -444,9 +463,17 @@ class FunctionInvokingChatClient:
         return LoopEvent.TURN_ENDED
 
     def _gate(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        run.verdicts, requests = gate.gate_turn(run.turn.tool_calls, self._by_name,
-                                                self._layers(run), run.approvals,
-                                                self.clock(), self.approval_ttl)
+        run.verdicts, requests = gate.gate_turn(run.calls, self._by_name, self._layers(run),
+                                                run.approvals, self.clock(),
+                                                self.approval_ttl, run.started)
+        if run.turn is not None:  # R23: the turn and its records in one write
+            run.store(run.turn)
+        elif requests and run.approvals is not None:
+            # R23, R6: a re-gated turn pauses; the run's input waits behind the pause
+            run.approvals.hold(run.unsaved)
+            run.later = [m for m in run.later if all(m is not u for u in run.unsaved)]
+            run.unsaved.clear()
+            run.on_records()
         if not requests:
             return LoopEvent.NO_APPROVAL_NEEDED
         yield from requests  # R3: nothing of this turn runs
@@ -455,9 +482,13 @@ class FunctionInvokingChatClient:
 
     def _invoke_all(self, run: RunState) -> Iterator[AgentResponseUpdate]:
         def answer_without_running(call: ToolCall) -> str | None:
-            return gate.answer_at_gate(run.verdicts.get(call.id))
+            return gate.answer_at_gate(run.verdicts.get(call.id), call,
+                                       self._tool(call.name), run.started)
 
-        failed = yield from self._answer(run, run.turn.tool_calls, answer_without_running)
+        failed = yield from self._answer(run, run.calls, answer_without_running)
+        run.turn = None
+        run.messages += run.later  # R6: after the results of a re-gated turn
+        run.later = []
         run.rounds += 1
         run.failed_rounds = run.failed_rounds + 1 if failed else 0
         return run.next_round()

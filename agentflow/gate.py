@@ -31,14 +31,16 @@ a preview kept with a pending record for an inbox).
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Callable, Collection, Iterable, Mapping, NamedTuple
 
 from . import policy
 from .approvals import PREVIEW_CAP, ApprovalLedger, Settlement, approval_request
 from .canonical import arguments_digest, canonical_json
-from .errors import ApprovalError, PolicyError
+from .errors import ApprovalError, PolicyError, Setting
 from .policy import ApprovalPolicy
-from .tools import Tool, interrupted_text, schema_errors
+from .schema import schema_errors
+from .tools import Tool, interrupted_text
 from .types import Decision, ToolApprovalRequest, ToolApprovalResponse, ToolCall
 
 DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
@@ -179,8 +181,8 @@ class TurnVerdict(NamedTuple):
 
 
 def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
-              ledger: ApprovalLedger | None, now: float,
-              ttl: float | None = None) -> TurnVerdict:
+              ledger: ApprovalLedger | None, now: float, ttl: float | None = None,
+              started: Collection[str] = ()) -> TurnVerdict:
     """Judge every call of a turn once (SPEC R3, R18, R19) and, when any asks, record
     the pause in the ledger: a pending-approval record per asking call, a held denial
     per denied call, all before any request is handed out (R23). The automatic
@@ -194,6 +196,8 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
         ledger: the session's ``ApprovalLedger``, or ``None`` without one.
         now: the time of the decision (POSIX seconds).
         ttl: how long an approval request holds (seconds), or ``None``.
+        started: ids of calls an earlier run started (R16): not judged again, they
+            are answered ``interrupted`` (a re-gated turn, R23).
 
     Returns:
         TurnVerdict: the verdicts and the requests to hand out.
@@ -201,7 +205,7 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
     verdicts = {}
     for call in calls:
         tool = tools.get(call.name)
-        if tool is not None:
+        if tool is not None and call.id not in started:
             verdicts[call.id] = gate_verdict(tool, object_or_none(call.arguments), layers)
     asked = [c for c in calls if c.id in verdicts and verdicts[c.id].action is Decision.ASK]
     if ledger is None:
@@ -215,10 +219,11 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
             ledger.automatic(call, verdict.action.audited, now, verdict.why, verdict.rule,
                              verdict.layer)
     requests = []
+    pause = uuid.uuid4().hex if asked else None  # R24: one id for this pause
     for call in asked:
         verdict = verdicts[call.id]
         record = ledger.issue(call, now, ttl, verdict.why, verdict.rule, verdict.layer,
-                              shown_with_record(tools[call.name], call))
+                              pause, shown_with_record(tools[call.name], call))
         requests.append(approval_request(call, tools[call.name].description, record))
     if asked:
         for call in calls:
@@ -271,16 +276,49 @@ def _exact_rules(tool: Tool, arguments) -> list | None:
         return None
 
 
-def answer_at_gate(verdict: GateVerdict | None) -> str | None:
-    """The result of a call of a turn that runs, when it must not run (SPEC R19).
+def unrecorded(pending: list[ToolCall], ledger: ApprovalLedger | None,
+               started: Collection[str]) -> list[ToolCall]:
+    """The pending calls that go through the gate again (SPEC R23): those of a turn
+    that is not a recorded pause (no pending-approval record and no held denial for
+    any of its calls) and that never started (R16). A turn saved without its records
+    (a crash, an older version), a turn whose calls needed no approval and had not
+    started, a turn imported by hand: none of them is answered for a human.
+
+    Args:
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        ledger: the session's ``ApprovalLedger``; ``None`` (no records are kept):
+            nothing is judged again.
+        started: ids of calls an earlier run started and never finished.
+
+    Returns:
+        list[ToolCall]: the calls to judge, in call order; empty for a recorded pause.
+    """
+    if ledger is None:
+        return []
+    ids = {call.id for call in pending}
+    if any(r.call_id in ids for r in ledger.pending) or any(
+            d.call_id in ids for d in ledger.denied):
+        return []
+    return [call for call in pending if call.id not in started]
+
+
+def answer_at_gate(verdict: GateVerdict | None, call: ToolCall | None = None,
+                   tool: Tool | None = None, started: Collection[str] = ()) -> str | None:
+    """The result of a call of a turn that runs, when it must not run (SPEC R16, R19).
 
     Args:
         verdict: the call's ``GateVerdict`` (``None`` for an unknown tool).
+        call: the ``ToolCall``, when it may be one an earlier run started.
+        tool: its ``Tool``, or ``None``.
+        started: ids of calls an earlier run started and never finished (R16).
 
     Returns:
-        str | None: ``Rejected: denied by policy (<rule>)`` for a denied call; ``None``:
-        run it (an unknown tool's call is answered as such when run, R14).
+        str | None: ``Rejected: denied by policy (<rule>)`` for a denied call,
+        ``Error: interrupted: …`` for a started one; ``None``: run it (an unknown
+        tool's call is answered as such when run, R14).
     """
+    if call is not None and call.id in started:
+        return None if tool is not None and tool.idempotent else interrupted_text(call.name)
     if verdict is not None and verdict.action is Decision.DENY:
         return rejection_text(f"denied by policy ({verdict.rule})")
     return None
@@ -394,16 +432,16 @@ def check_responses(responses, pending: list[ToolCall], answered: set[str],
     if problems:
         waiting = sorted(pending_ids - set(started))
         if waiting:
-            hint = f"pending calls: {', '.join(waiting)}"
+            hint: tuple = (f"pending calls: {', '.join(waiting)}",)
         elif already or begun:
             hint = ("nothing waits for approval any more; to go on after a failed model "
-                    "call, run again with no responses: run([], session)")
+                    "call, run again with no responses: run([], session)",)
         else:
-            hint = ("the session has no pending call; resume with the same AgentSession "
-                    "the run paused in")
-        raise ApprovalError(f"approval responses do not fit the paused run: "
-                            f"{'; '.join(problems)} ({hint}). Nothing was executed.",
-                            unknown + already + twice + begun)
+            hint = ("the session has no pending call; ", Setting("session"))
+        raise ApprovalError.naming(f"approval responses do not fit the paused run: "
+                                   f"{'; '.join(problems)} (", *hint,
+                                   "). Nothing was executed.",
+                                   call_ids=unknown + already + twice + begun)
     return by_id
 
 
@@ -504,6 +542,12 @@ def check_edits(responses: dict, pending: list[ToolCall], tools: Mapping[str, To
                                     [call.id]) from None
         if response.arguments is None:
             continue
+        try:
+            canonical_json(response.arguments)  # what the stored call is rewritten to
+        except ValueError as exc:
+            raise ApprovalError(f"the edited arguments for {call.id} ({call.name}) have no "
+                                f"canonical JSON form: {exc}. Nothing was executed.",
+                                [call.id]) from None
         refusal = edit_refusal(tool, response.arguments, layers())
         if refusal is not None and refusal.problems:
             raise ApprovalError(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 from .assembler import (ID_LIMIT, ChunkAssembler, completion_updates, error_from_body,
                         stream_updates)
 from .errors import (AuthenticationError, IncompleteStreamError, ProviderError,
-                     ProviderTimeoutError, provider_error)
+                     ProviderTimeoutError, Setting, provider_error)
 from .profiles import Profile, resolve_profile
 from .redact import mask_url, scrub, scrub_value
 from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage
@@ -269,19 +269,19 @@ class OpenAIChatClient:
                 attempt += 1
                 self._sleep(asked[0] if asked else self._backoff(attempt - 1))
                 continue
-            message = error.message
+            parts = list(error.parts or (error.message,))  # its Settings kept
             if asked is not None:
                 seconds, header = asked
                 longer = (f", longer than this client waits (MAX_RETRY_WAIT = "
                           f"{MAX_RETRY_WAIT:g} s)" if seconds > MAX_RETRY_WAIT else "")
-                message = (f"{message.rstrip('.')}; the server asked to wait "
-                           f"{seconds:g} s before a retry ({header}){longer}")
+                parts = _appended(parts, f"; the server asked to wait {seconds:g} s before "
+                                         f"a retry ({header}){longer}")
             if attempt:
-                message = f"{message.rstrip('.')} (tried {attempt + 1} times)"
-            raise type(error)(message, status=error.status, code=error.code,
-                              headers=error.headers,
-                              retry_after=asked[0] if asked else error.retry_after,
-                              attempts=attempt + 1)
+                parts = _appended(parts, f" (tried {attempt + 1} times)")
+            raise type(error).naming(*parts, status=error.status, code=error.code,
+                                     headers=error.headers,
+                                     retry_after=asked[0] if asked else error.retry_after,
+                                     attempts=attempt + 1)
 
     def _backoff(self, attempt: int) -> float:
         """Seconds to wait before retry ``attempt + 1`` when the server named no wait."""
@@ -335,17 +335,19 @@ class OpenAIChatClient:
                                            stream=True,
                                            timeout=(self.connect_timeout, self.read_timeout))
         except requests.exceptions.ConnectTimeout:
-            raise ProviderTimeoutError(
-                f"could not connect to {self.shown_url} within connect_timeout="
-                f"{self.connect_timeout} s; is the host right and reachable?") from None
+            raise ProviderTimeoutError.naming(
+                f"could not connect to {self.shown_url} within ",
+                Setting("connect_timeout", self.connect_timeout),
+                "; is the host right and reachable?") from None
         except requests.exceptions.ReadTimeout:
-            raise ProviderTimeoutError(
-                f"{self.shown_url} sent no response within read_timeout={self.read_timeout} s; "
-                "raise read_timeout for slow models") from None
+            raise ProviderTimeoutError.naming(
+                f"{self.shown_url} sent no response within ",
+                Setting("read_timeout", self.read_timeout), "; raise ",
+                Setting("read_timeout"), " for slow models") from None
         except requests.exceptions.RequestException as exc:
-            raise ProviderError(
+            raise ProviderError.naming(
                 f"could not connect to {self.shown_url}: {_reason(exc)}. Is the server running, "
-                "and is base_url (or OPENAI_BASE_URL) right?") from None
+                "and is ", Setting("base_url"), " (or OPENAI_BASE_URL) right?") from None
         if response.status_code >= 400:
             try:
                 error = self._http_error(response)
@@ -370,14 +372,16 @@ class OpenAIChatClient:
             error = ProviderError(text[:200] or response.reason or "error", status=status)
         message = self._scrub(error.message)
         stop = "" if message.endswith(".") else "."
+        parts: tuple = (message,)
         if status in (401, 403):
-            message = (f"authentication failed at {self.shown_url}: {message}{stop} Check the API "
-                       f"key ({self.key_source})")
+            parts = (f"authentication failed at {self.shown_url}: {message}{stop} Check the "
+                     f"API key ({self.key_source})",)
         elif status == 404:
-            message = (f"{message}{stop} URL: {self.shown_url}. Check the model name, and that "
-                       "base_url ends where the API starts (most servers want a /v1 suffix)")
+            parts = (f"{message}{stop} URL: {self.shown_url}. Check the model name, and that ",
+                     Setting("base_url"), " ends where the API starts (most servers want a "
+                     "/v1 suffix)")
         asked = _asked_wait(response.headers)
-        return provider_error(message, status=status,
+        return provider_error(*parts, status=status,
                               code=scrub_value(error.code, self._api_key),
                               headers=response.headers,
                               retry_after=asked[0] if asked else None)
@@ -402,9 +406,10 @@ class OpenAIChatClient:
                     return
                 yield data
         except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
-            raise ProviderTimeoutError(
-                f"the stream from {self.shown_url} was silent for more than read_timeout="
-                f"{self.read_timeout} s; nothing of this turn was kept") from None
+            raise ProviderTimeoutError.naming(
+                f"the stream from {self.shown_url} was silent for more than ",
+                Setting("read_timeout", self.read_timeout),
+                "; nothing of this turn was kept") from None
         except (urllib3.exceptions.ProtocolError, OSError) as exc:
             raise IncompleteStreamError(
                 f"the connection to {self.shown_url} broke mid-stream ({_reason(exc)}); "
@@ -413,6 +418,13 @@ class OpenAIChatClient:
     def _scrub(self, text: str) -> str:
         # every run of the key's characters, whole or cut short (agentflow.redact)
         return scrub(text, self._api_key)
+
+
+def _appended(parts: list, text: str) -> list:
+    """A message's pieces with ``text`` added after it, its final full stop dropped."""
+    if parts and isinstance(parts[-1], str):
+        return parts[:-1] + [parts[-1].rstrip(".") + text]
+    return parts + [text]
 
 
 def _after_finish(chunks: Iterator[bytes], response: "requests.Response", assembler,

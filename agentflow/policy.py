@@ -81,6 +81,8 @@ from typing import Iterable, Mapping
 from . import command_rules, paths, shell
 from ._durable import write_atomically
 from .errors import PolicyError
+from .patterns import (BACKSLASH, glob_regex, path_matches, pattern_regex, protect,
+                       split_prefix)
 from .types import Decision
 
 EFFECTS = ("deny", "ask", "allow")  # the order rules are checked in (SPEC R19)
@@ -91,7 +93,6 @@ _RULE = re.compile(r"([A-Za-z0-9_-]{1,64}(?:\.[^\s()]{1,128})?)(?:\((.*)\))?", r
 # A tool name in double quotes, for an MCP tool whose name holds what a bare name cannot
 # (a space, a parenthesis): ``"notes.my tool"(pattern)``; ``\"`` and ``\\`` inside.
 _QUOTED_RULE = re.compile(r'"((?:[^"\\]|\\.)+)"(?:\((.*)\))?', re.DOTALL)
-_STAR, _BACKSLASH = "\x00", "\x01"  # ``\*`` and ``\\`` while a pattern is read
 _OP_KIND = {"|&": "|", "\n": ";", ";;": ";"}
 
 
@@ -566,7 +567,7 @@ class _Subject:
         if rule.pattern is None:
             return True
         if self.kind != "shell":
-            return any(_compiled(rule.pattern, self.kind, self.root).fullmatch(text)
+            return any(pattern_regex(rule.pattern, self.kind, self.root).fullmatch(text)
                        for text, _ in self.parts)
         pattern = _shell_pattern(rule.pattern)
         for line in self.lines:
@@ -585,7 +586,7 @@ class _Subject:
         if self.kind == "shell":
             pattern = _shell_pattern(rule.pattern)
             return len(pattern) == 1 and pattern[0].regex.fullmatch(text) is not None
-        return _compiled(rule.pattern, self.kind, self.root).fullmatch(text) is not None
+        return pattern_regex(rule.pattern, self.kind, self.root).fullmatch(text) is not None
 
     def refusal(self, rule: Rule, index: int) -> str | None:
         """Why a wildcard ``rule`` that covers part ``index`` still does not allow it:
@@ -616,7 +617,7 @@ def _wildcard(rule: Rule, kind: str) -> bool:
         return True
     if kind == "shell":
         return any(piece.wild for piece in _shell_pattern(rule.pattern))
-    return "*" in _protect(rule.pattern)
+    return "*" in protect(rule.pattern)
 
 
 def _secret(resolved: str, root: str, secret_files) -> str | None:
@@ -693,75 +694,14 @@ def _command_hit(piece: _Piece, command: shell.Command, position: int) -> bool:
     return any(piece.regex.fullmatch(text) for text in [command.text, *command.tails])
 
 
-def _split_prefix(pattern: str) -> tuple[str, bool]:
-    """``(body, prefix)``: a trailing `` *`` or ``:*`` makes a word-boundary prefix."""
-    for suffix in (" *", ":*"):
-        if pattern.endswith(suffix) and len(pattern) > len(suffix):
-            return pattern[:-len(suffix)], True
-    return pattern, False
-
-
-def _protect(pattern: str) -> str:
-    return pattern.replace("\\\\", _BACKSLASH).replace("\\*", _STAR)
-
-
-def _glob(body: str, star: str) -> str:
-    """The regex of a wildcard pattern (already ``_protect``-ed)."""
-    out, i = [], 0
-    while i < len(body):
-        if body.startswith("**/", i) and star != ".*":
-            out.append("(?:.*/)?")
-            i += 3
-        elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif body[i] == "*":
-            out.append(star)
-            i += 1
-        else:
-            out.append(re.escape({_STAR: "*", _BACKSLASH: "\\"}.get(body[i], body[i])))
-            i += 1
-    return "".join(out)
-
-
-def path_matches(pattern: str, path: str, root: str = "/", ignore_case: bool = False) -> bool:
-    """Whether a path matches a path pattern of a rule (SPEC R19).
-
-    Args:
-        pattern: the rule's pattern (str); relative patterns are relative to ``root``;
-            ``*``, ``**``, ``~/`` as in rules.
-        path: the absolute, resolved path (str).
-        root: the folder relative patterns start from (str).
-        ignore_case: for names that mean the same file on a case-insensitive disk.
-
-    Returns:
-        bool: whether it matches.
-    """
-    return _compiled(pattern, "path", root, ignore_case).fullmatch(path) is not None
-
-
-@functools.lru_cache(maxsize=1024)
-def _compiled(pattern: str, kind: str, root: str, ignore_case: bool = False) -> re.Pattern:
-    """A path or text pattern as a regex over the whole value."""
-    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
-    body, prefix = _split_prefix(_protect(pattern))
-    if kind == "text":
-        return re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), flags)
-    body = paths.expand_home(body)
-    absolute = body.startswith("/")
-    body = posixpath.normpath(body) if body not in ("", ".") else ""
-    head = "" if absolute else re.escape(root.rstrip("/") + "/") if body else re.escape(root)
-    return re.compile(head + _glob(body, "[^/]*") + ("(?:/.*)?" if prefix else ""), flags)
-
-
 @functools.lru_cache(maxsize=1024)
 def _shell_pattern(pattern: str) -> tuple[_Piece, ...]:
     """A shell pattern, cut into commands and canonicalised like a command line, so
     that quoting and spacing do not matter on either side."""
     pieces = []
-    for index, command in enumerate(shell.parse(_protect(pattern), pattern=True).commands):
-        body, prefix = _split_prefix(command.text.replace(_BACKSLASH, "\\"))
-        regex = re.compile(_glob(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
+    for index, command in enumerate(shell.parse(protect(pattern), pattern=True).commands):
+        body, prefix = split_prefix(command.text.replace(BACKSLASH, "\\"))
+        regex = re.compile(glob_regex(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
         op = _OP_KIND.get(command.op_before, command.op_before) if index else None
         pieces.append(_Piece(regex, prefix or "*" in body, op))
     return tuple(pieces)
@@ -814,14 +754,14 @@ def _check_rule(rule: Rule, effect: str, index: _Index, keep_other_servers: bool
     kind = getattr(tool, "subject_kind", "text")
     if kind != "shell":
         return
-    line = shell.parse(_protect(rule.pattern), pattern=True)
+    line = shell.parse(protect(rule.pattern), pattern=True)
     if line.stopped:
         raise PolicyError(f"the pattern has {line.unreadable}, so it can never match")
     if effect == "allow" and len(line.commands) > 1:
         raise PolicyError(
             "an allow pattern matches one command, and a line is allowed when each of its "
             "commands is; write one rule per command: "
-            + ", ".join(f"{rule.tool}({c.text.replace(_BACKSLASH, chr(92))})"
+            + ", ".join(f"{rule.tool}({c.text.replace(BACKSLASH, chr(92))})"
                         for c in line.commands))
     if effect == "allow" and line.unreadable:
         raise PolicyError(f"the pattern holds {line.unreadable}, and a line holding it is "

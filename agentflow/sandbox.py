@@ -35,6 +35,7 @@ import subprocess
 from dataclasses import dataclass
 
 from .errors import SandboxError
+from .patterns import pattern_regex
 
 MODES = ("workspace-write", "read-only", "off")
 GUARDED = (".git", ".agentflow")  # read-only even in a writable workspace
@@ -193,10 +194,9 @@ class _Hidden:
     """The secret files and folders to hide, found by walking folders."""
 
     def __init__(self, space):
-        from .policy import _compiled
         # one regex for all the patterns: a workspace may hold 100 000 files
         self.pattern = re.compile("|".join(
-            f"(?:{_compiled(p, 'path', space.root, True).pattern})"
+            f"(?:{pattern_regex(p, 'path', space.root, True).pattern})"
             for p, _ in space.secret_files) or "(?!)", re.DOTALL | re.IGNORECASE)
         self.paths: dict[str, bool] = {}  # path → is a folder
         self.inodes: set = set()  # (device, inode) of hidden files: their hard links too

@@ -57,7 +57,9 @@ def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = No
     as nullable, Union, Any). A parameter without a default is required. Without an
     annotation the type is read from a str/int/float/bool default, else it is
     ``string``; ``*args``/``**kwargs`` are not offered. Both warn
-    (``ToolDefinitionWarning``, pointing at the function's ``def`` line).
+    (``ToolDefinitionWarning``, pointing at the function's ``def`` line). Without a
+    ``**kwargs`` the schema says ``"additionalProperties": false``: an argument the
+    function does not take is refused before it runs, an edited one too (SPEC R20).
 
     Raises:
         TypeError: an annotation with no JSON-schema form; the message names the
@@ -67,7 +69,9 @@ def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = No
     hints = typing.get_type_hints(func)
     properties: dict[str, dict] = {}
     required: list[str] = []
+    takes_more = False
     for param in inspect.signature(func).parameters.values():
+        takes_more = takes_more or param.kind is param.VAR_KEYWORD
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             star = "*" if param.kind is param.VAR_POSITIONAL else "**"
             _warn(func, f"{func.__name__}({star}{param.name}): the model cannot pass "
@@ -97,6 +101,8 @@ def schema_from_signature(func: Callable, param_docs: dict[str, str] | None = No
     result = {"type": "object", "properties": properties}
     if required:
         result["required"] = required
+    if not takes_more:
+        result["additionalProperties"] = False
     return result
 
 

@@ -187,7 +187,8 @@ class AgentSession:
                                f"{json.dumps(running)[:120]}")
         return cls(messages=[ChatMessage.from_openai(m) for m in data.get("messages", [])],
                    state=dict(data.get("state") or {}),
-                   approvals=ApprovalLedger.from_dict(data.get("approvals")),
+                   approvals=ApprovalLedger.from_dict(data.get("approvals"),
+                                                      data["schema_version"]),
                    running={i: dict(r) for i, r in running.items()}, revision=revision)
 
     def checkpoint(self, changed: bool = False) -> None:
@@ -226,7 +227,8 @@ class AgentSession:
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"cannot save the session to {path}: the folder "
                                     f"{folder} does not exist")
-        write_atomically(path, encode(self.to_dict(), secret, indent=1))
+        write_atomically(path, encode(self.to_dict(), secret, indent=1,
+                                      identity=file_identity(path)))
 
     @classmethod
     def load(cls, path, secret: str | bytes | None = None) -> "AgentSession":
@@ -280,13 +282,28 @@ class AgentSession:
             yield session
 
 
-def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSession":
+def file_identity(path) -> str:
+    """What a signed session file's signature binds it to (SPEC R24).
+
+    Args:
+        path: the file (str or path-like).
+
+    Returns:
+        str: ``file:`` and its absolute path.
+    """
+    return "file:" + os.path.abspath(os.fspath(path))
+
+
+def decode(text: str, where: str, secret: str | bytes | None = None,
+           identity: str | None = None) -> "AgentSession":
     """The session in JSON text from ``encode``, its signature checked.
 
     Args:
         text: the JSON text (str).
         where: names the source (str, a path or a store key) in error messages.
         secret: the signing key (str or bytes), or ``None``.
+        identity: the identity it is read as (``codec.encode``): a signature made for
+            another one is refused (R24).
 
     Returns:
         AgentSession: the session.
@@ -298,7 +315,7 @@ def decode(text: str, where: str, secret: str | bytes | None = None) -> "AgentSe
     data = parse(text, where)
     if _version_problem(data):
         raise SessionError(f"{where} is not a saved session: {_version_problem(data)}")
-    verify(where, data, secret)
+    verify(where, data, secret, identity)
     try:
         return AgentSession.from_dict(data)
     except SessionError:
@@ -379,6 +396,11 @@ def _check_records(approvals) -> None:
              "denied": ledger.Denial, "grants": ledger.SessionGrant,
              "answers": ledger.RecordedAnswer}
     for key, records in approvals.items():
+        if key == "held":  # input waiting behind a pause (R23): messages, as in history
+            if not isinstance(records, list):
+                raise SessionError("stored approvals['held'] must be a list of messages")
+            _check_history(records)
+            continue
         kind = kinds.get(key)
         if kind is None:
             raise SessionError(f"stored approvals have an unknown list {key!r}; expected "

@@ -45,6 +45,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from .errors import UnreadableCommandLine
+
 ASCII_DIGITS = frozenset("0123456789")
 ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would accept a final newline
@@ -156,15 +158,15 @@ def parse(line: str, pattern: bool = False, _depth: int = 0) -> CommandLine:
     scanner = _Scanner(line, result, pattern, _depth)
     try:
         if len(line) > MAX_LINE and not pattern:
-            raise _Unreadable(f"a line longer than {MAX_LINE} characters")
+            raise UnreadableCommandLine(f"a line longer than {MAX_LINE} characters")
         scanner.scan()
         _build(scanner.out, result, pattern, _depth, final=True)
-    except _Unreadable as exc:
+    except UnreadableCommandLine as exc:
         result.unreadable, result.stopped = str(exc), True
         if not result.commands:
             try:
                 _build(scanner.out, result, pattern, _depth, final=False)
-            except _Unreadable:
+            except UnreadableCommandLine:
                 pass
         text = " ".join(line[:MAX_LINE].split())
         if text and all(c.text != text for c in result.commands):
@@ -173,10 +175,6 @@ def parse(line: str, pattern: bool = False, _depth: int = 0) -> CommandLine:
         if nested.unreadable and result.unreadable is None:
             result.unreadable = nested.unreadable
     return result
-
-
-class _Unreadable(ValueError):
-    pass
 
 
 @dataclass
@@ -211,7 +209,7 @@ class _Scanner:
     def refuse(self, why: str) -> None:
         """A line: stop, unreadable. A pattern: note what a line would be refused for."""
         if not self.pattern:
-            raise _Unreadable(why)
+            raise UnreadableCommandLine(why)
         if self.result.unreadable is None:
             self.result.unreadable = why
 
@@ -236,7 +234,7 @@ class _Scanner:
     def emit_op(self, op: str) -> None:
         self.end_word()
         if self.pending_redirect():
-            raise _Unreadable("a redirection without a target")
+            raise UnreadableCommandLine("a redirection without a target")
         self.out.append(("op", op))
 
     def check_char(self, c: str, quoted: bool) -> None:
@@ -266,7 +264,7 @@ class _Scanner:
             elif c == "'":
                 end = s.find("'", self.i + 1)
                 if end < 0:
-                    raise _Unreadable("unbalanced quotes")
+                    raise UnreadableCommandLine("unbalanced quotes")
                 for ch in s[self.i + 1:end]:
                     self.check_char(ch, quoted=True)
                 self.add(s[self.i + 1:end], False)
@@ -307,7 +305,7 @@ class _Scanner:
                 self.i += 1
         self.end_word()
         if self.pending_redirect():
-            raise _Unreadable("a redirection without a target")
+            raise UnreadableCommandLine("a redirection without a target")
 
     def operator(self) -> None:
         s, i = self.s, self.i
@@ -347,7 +345,7 @@ class _Scanner:
             self.add(c, False)
             i += 1
         if i >= len(s):
-            raise _Unreadable("unbalanced quotes")
+            raise UnreadableCommandLine("unbalanced quotes")
         self.i = i + 1
 
     def redirection(self) -> None:
@@ -364,7 +362,7 @@ class _Scanner:
                 self.refuse("a named file descriptor ({var}>), bash only")
         self.end_word()
         if self.pending_redirect():
-            raise _Unreadable("a redirection without a target")
+            raise UnreadableCommandLine("a redirection without a target")
         for op in ("<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">"):
             if s.startswith(op, self.i):
                 break
@@ -384,17 +382,17 @@ def _words(value: _Word, pattern: bool) -> str:
             home = os.environ.get("HOME")
             if home is None:
                 if not pattern:
-                    raise _Unreadable("~ with no HOME set")
+                    raise UnreadableCommandLine("~ with no HOME set")
             else:
                 text = home + text[1:]
                 bare = "\x02" * len(home) + bare[1:]
         elif not pattern:
-            raise _Unreadable("a ~ expansion other than ~ and ~/ (~user, ~+ …)")
+            raise UnreadableCommandLine("a ~ expansion other than ~ and ~/ (~user, ~+ …)")
     if not pattern:
         if re.search(r"[=:]~", bare):
-            raise _Unreadable("a ~ after = or : (bash expands it in some words)")
+            raise UnreadableCommandLine("a ~ after = or : (bash expands it in some words)")
         if re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", bare):
-            raise _Unreadable("brace expansion ({a,b}, {1..3}), bash only")
+            raise UnreadableCommandLine("brace expansion ({a,b}, {1..3}), bash only")
     return text
 
 
@@ -417,14 +415,14 @@ def _build(tokens: list, result: CommandLine, pattern: bool, depth: int,
             parts, after, op = [], "cmd", None
         if kind == "end":
             if after == "and" and final and not pattern:
-                raise _Unreadable("a line ending in an operator (a syntax error)")
+                raise UnreadableCommandLine("a line ending in an operator (a syntax error)")
             break
         if value == "\n":
             if after in ("cmd", "sep"):
                 op, after = "\n", "sep"
             continue
         if after != "cmd" and not pattern:
-            raise _Unreadable(f"{value!r} where a command belongs (a syntax error)")
+            raise UnreadableCommandLine(f"{value!r} where a command belongs (a syntax error)")
         op, after = value, ("sep" if value in (";", "&") else "and")
 
 
@@ -443,10 +441,10 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
                 if bare_op in (">&", "<&") and not (
                         target == bare and (target == "-" or (
                             len(target) == 1 and target in ASCII_DIGITS))):
-                    raise _Unreadable(f"{bare_op}{target} (bash writes a file there, "
+                    raise UnreadableCommandLine(f"{bare_op}{target} (bash writes a file there, "
                                       "dash refuses it)")
                 if _is_glob(bare):
-                    raise _Unreadable("a glob in a redirection (bash expands it, dash "
+                    raise UnreadableCommandLine("a glob in a redirection (bash expands it, dash "
                                       "does not)")
             redirects.append((fd, bare_op, target))
             if target == "/dev/null" or bare_op in (">&", "<&"):
@@ -457,7 +455,7 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
         bare = value.unquoted()
         text = _words(value, pattern)
         if not words and not assignments and not pattern and bare in _RESERVED:
-            raise _Unreadable(f"a compound command or reserved word ({bare})")
+            raise UnreadableCommandLine(f"a compound command or reserved word ({bare})")
         if not words and not pattern:
             name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", bare)
             rest = bare[name.end():] if name else ""
@@ -466,12 +464,12 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
                 shown.append(quote(text))
                 continue
             if name and (rest.startswith("[") or rest.startswith("+=")):
-                raise _Unreadable("a bash array or += assignment")
+                raise UnreadableCommandLine("a bash array or += assignment")
         if not pattern and _is_glob(bare):
             if not words:
-                raise _Unreadable("a glob in a command's name")
+                raise UnreadableCommandLine("a glob in a command's name")
             if bare[:1] in "*?[-\x02" and (bare[:1] != "\x02" or text[:1] == "-"):
-                raise _Unreadable(f"an unquoted glob ({text}) that could expand into an "
+                raise UnreadableCommandLine(f"an unquoted glob ({text}) that could expand into an "
                                   "option")
             globs.append(len(words))
         words.append(text)
@@ -480,7 +478,7 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
         _bash_only_builtins(words)
     text = " ".join(shown)
     if not pattern and (len(words) + len(assignments) > MAX_WORDS or len(text) > MAX_TEXT):
-        raise _Unreadable(f"a command of more than {MAX_WORDS} words or {MAX_TEXT} "
+        raise UnreadableCommandLine(f"a command of more than {MAX_WORDS} words or {MAX_TEXT} "
                           "characters")
     tails = []
     everything = assignments + words
@@ -499,11 +497,11 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
 def _bash_only_builtins(words: list[str]) -> None:
     name = words[0]
     if name == "let":
-        raise _Unreadable("let (bash arithmetic)")
+        raise UnreadableCommandLine("let (bash arithmetic)")
     if name == "alias":
-        raise _Unreadable("an alias, which changes how later commands are read")
+        raise UnreadableCommandLine("an alias, which changes how later commands are read")
     if name in _NAME_TAKERS and any("[" in w for w in words[1:]):
-        raise _Unreadable(f"{name} with a bash array subscript (a[…]) in an argument, "
+        raise UnreadableCommandLine(f"{name} with a bash array subscript (a[…]) in an argument, "
                           "which bash evaluates")
 
 
@@ -521,12 +519,12 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
         elif name in POSIX_SHELLS or name in OTHER_SHELLS:
             script = _shell_script(words[position + 1:])
             if script is not None and name in OTHER_SHELLS:
-                raise _Unreadable(f"a script for {name}, whose syntax this reader does "
+                raise UnreadableCommandLine(f"a script for {name}, whose syntax this reader does "
                                   "not read")
         if script is None:
             continue
         if depth + 1 > MAX_DEPTH:
-            raise _Unreadable(f"scripts nested more than {MAX_DEPTH} deep")
+            raise UnreadableCommandLine(f"scripts nested more than {MAX_DEPTH} deep")
         result.nested.append(parse(script, _depth=depth + 1))
         return
 
@@ -582,5 +580,5 @@ def _shell_script(args: list[str]) -> str | None:
     if not has_c:
         return None
     if index >= len(args):
-        raise _Unreadable("sh -c without its script")
+        raise UnreadableCommandLine("sh -c without its script")
     return args[index]

@@ -346,9 +346,13 @@ class ToolApprovalRequest(AgentResponseUpdate):
         description: the tool's description (str).
         digest: SHA-256 (64 hex digits) of the RFC 8785 canonical arguments, which the
             decision is bound to (``agentflow.canonical``).
+        request_id: the pause's id (str, 32 hex digits), the same for every request of
+            one pause and unique to that pause of that session; ``""`` where no ledger
+            keeps the pause (SPEC R24).
 
     Answer it with ``request.approve()`` or ``request.reject(reason)``, which carry the
-    id and the digest, so the answer cannot be applied to other arguments. Why the call
+    call id, the digest and the request id, so the answer cannot be applied to other
+    arguments, another pause or another session (R24). Why the call
     needs approval (R18, R19) is recorded with its pending approval:
     ``session.approvals.pending[…].why``.
     """
@@ -358,6 +362,7 @@ class ToolApprovalRequest(AgentResponseUpdate):
     arguments: Any
     description: str
     digest: str = ""
+    request_id: str = ""
 
     def approve(self, approver: str | None = None, *, arguments: dict | None = None,
                 grant: "str | Grant | None" = None,
@@ -380,7 +385,8 @@ class ToolApprovalRequest(AgentResponseUpdate):
             rules = grant if isinstance(grant, (list, tuple)) else [grant]
             grant = [Grant(r if isinstance(r, str) else r.rule, grant_ttl) for r in rules]
         return ToolApprovalResponse(self.call_id, True, digest=self.digest or None,
-                                    approver=approver, arguments=arguments, grant=grant)
+                                    approver=approver, arguments=arguments, grant=grant,
+                                    request_id=self.request_id or None)
 
     def reject(self, reason: str | None = None,
                approver: str | None = None) -> "ToolApprovalResponse":
@@ -393,7 +399,7 @@ class ToolApprovalRequest(AgentResponseUpdate):
             approver: who decided (str), kept in the session's audit trail.
         """
         return ToolApprovalResponse(self.call_id, False, reason, self.digest or None,
-                                    approver)
+                                    approver, request_id=self.request_id or None)
 
 
 @dataclass
@@ -448,6 +454,9 @@ class ToolApprovalResponse:
     they fit the tool's schema; the stored call is rewritten to them (R20).
     ``grant`` (optional, approvals only): an allow rule (str or ``Grant``), or a list of
     them, added to the session, so matching calls no longer ask (R19).
+    ``request_id`` (optional): the ``ToolApprovalRequest.request_id`` answered; when
+    given it must be the pause's, so an answer cannot be applied to another pause or
+    another session (R24).
     """
 
     @property
@@ -465,6 +474,7 @@ class ToolApprovalResponse:
     approver: str | None = None
     arguments: dict | None = None
     grant: "str | Grant | None" = None
+    request_id: str | None = None
 
     def __post_init__(self):
         # A "no" typed as a string is truthy: refuse anything but a real bool, since
@@ -475,7 +485,7 @@ class ToolApprovalResponse:
         if not isinstance(self.call_id, str):
             raise TypeError(f"ToolApprovalResponse.call_id must be a str, got "
                             f"{type(self.call_id).__name__}")
-        for name in ("reason", "digest", "approver"):
+        for name in ("reason", "digest", "approver", "request_id"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"ToolApprovalResponse.{name} must be a str or None, got "
@@ -578,7 +588,7 @@ def update_to_json(update: AgentResponseUpdate) -> dict:
     if isinstance(update, ToolApprovalRequest):
         return {"type": "approval_request", "call_id": update.call_id, "name": update.name,
                 "arguments": update.arguments, "description": update.description,
-                "digest": update.digest}
+                "digest": update.digest, "request_id": update.request_id}
     if isinstance(update, Finish):
         usage = update.usage
         return {"type": "finish", "finish_reason": update.finish_reason.value,

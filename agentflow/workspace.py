@@ -41,7 +41,7 @@ import os
 import stat
 
 from . import paths, shell
-from .policy import path_matches
+from .patterns import path_matches
 
 SECRET_FILES = (
     ("/**/.ssh/**", "SSH keys and settings"),

@@ -113,7 +113,8 @@ class CaseDriver:
                                      if k in _OPTION_NAMES})
         responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"),
                                           a.get("digest"), a.get("approver"),
-                                          a.get("arguments"), a.get("grant"))
+                                          a.get("arguments"), a.get("grant"),
+                                          a.get("request_id"))
                      for a in message.get("approvals", [])]
         if responses:
             options = options.with_tool_approval_responses(responses)

@@ -122,6 +122,27 @@ def resume_loop(args, stop: threading.Event, poll: float = 0.2) -> None:
             stop.wait(poll)
 
 
+def read_answer(body) -> dict:
+    """The answer a client sent, its fields checked (SPEC R24): ``approved`` is JSON
+    ``true`` or ``false``, never a "truthy" value (``"false"`` is a non-empty string),
+    and the other fields are strings. Anything else is a ``ValueError`` (HTTP 400)
+    before it is stored."""
+    if not isinstance(body, dict):
+        raise ValueError("an answer is a JSON object: {\"call_id\": ..., \"approved\": true}")
+    if not isinstance(body.get("call_id"), str):
+        raise ValueError("call_id must be a string")
+    if not isinstance(body.get("approved"), bool):
+        raise ValueError(f"approved must be true or false, got {json.dumps(body.get('approved'))}")
+    for name in ("reason", "digest", "approver", "request_id"):
+        if body.get(name) is not None and not isinstance(body[name], str):
+            raise ValueError(f"{name} must be a string")
+    unknown = sorted(set(body) - {"call_id", "approved", "reason", "digest", "approver",
+                                  "request_id"})
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(unknown)}")
+    return body
+
+
 class Service(BaseHTTPRequestHandler):
     """One request at a time per process, each with its own store connection; the
     resume loop runs beside it on its own thread."""
@@ -158,9 +179,11 @@ class Service(BaseHTTPRequestHandler):
             session_id = match.group(1)
             with open_store(self.store_url) as store:
                 if match.group(2):
+                    body = read_answer(body)
                     answer = ToolApprovalResponse(
                         body["call_id"], body["approved"], body.get("reason"),
-                        body.get("digest"), body.get("approver"))
+                        body.get("digest"), body.get("approver"),
+                        request_id=body.get("request_id"))
                     store.answer(session_id, [answer])
                     return self.reply(202, {"status": "answered"})
                 with store.open(session_id) as session:

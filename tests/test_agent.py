@@ -68,7 +68,8 @@ def test_r1_tools_are_offered_in_openai_function_format(make_agent):
     assert server.requests[0].json["tools"] == [{"type": "function", "function": {
         "name": "weather", "description": "Weather forecast for a city.",
         "parameters": {"type": "object", "required": ["city"], "properties": {
-            "city": {"type": "string"}, "days": {"type": "integer", "default": 1}}}}}]
+            "city": {"type": "string"}, "days": {"type": "integer", "default": 1}},
+            "additionalProperties": False}}}]
 
 
 def test_r10_input_is_stored_with_the_first_model_turn(make_agent):

@@ -53,11 +53,12 @@ def test_schemas_offered_to_the_model():
         {"type": "object",
          "properties": {"command": {"type": "string",
                                     "description": "the command line, run by the system shell."}},
-         "required": ["command"]})
+         "required": ["command"], "additionalProperties": False})
     assert schemas["list_dir"][1] == {
         "type": "object",
         "properties": {"path": {"type": "string", "description": "the folder's path.",
-                                "default": "."}}}
+                                "default": "."}},
+        "additionalProperties": False}
     assert schemas["write_file"][1]["required"] == ["path", "content"]
 
 

@@ -2,6 +2,7 @@
 protocol, and deliberately broken variants of agentflow fail it (conformance/README.md)."""
 
 import contextlib
+import dataclasses
 import io
 import pathlib
 import sys
@@ -161,12 +162,30 @@ def approval_executed_twice(monkeypatch):
     yield
 
 
+@contextlib.contextmanager
+def request_id_ignored(monkeypatch):
+    """An answer is matched by call id and digest only: one given to another pause
+    applies here (breaks R24)."""
+    original = loop.FunctionInvokingChatClient.run
+
+    def run(self, messages, options=None, *args, **kwargs):
+        if options is not None:
+            options = options.with_tool_approval_responses(
+                [dataclasses.replace(r, request_id=None)
+                 for r in options.tool_approval_responses])
+        return original(self, messages, options, *args, **kwargs)
+
+    monkeypatch.setattr(loop.FunctionInvokingChatClient, "run", run)
+    yield
+
+
 CAUGHT_BY = [  # each variant, and cases written for what it breaks
     (rejection_without_reason, ["002-reject-with-reason", "038-reason-kept-exactly"]),
     (siblings_executed, ["007-mixed-batch-sibling", "031-sibling-called-again"]),
     (tool_calls_finish_leaked, ["001-approve", "015-tool-loop"]),
     (results_before_the_assistant_message, ["001-approve", "022-new-input-with-approvals"]),
     (approval_executed_twice, ["001-approve", "006-two-approvals-one-each"]),
+    (request_id_ignored, ["043-answer-of-another-pause"]),
 ]
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import subprocess
 import sys
 
@@ -29,7 +30,10 @@ USAGE = '"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 
 def test_replay_prints_the_updates_per_turn():
     done = run_replay("001-approve")
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == (
+    # R24: each pause has its own random request_id (32 hex digits)
+    stdout, ids = re.subn(r'"request_id": "[0-9a-f]{32}"', '"request_id": "ID"', done.stdout)
+    assert ids == 1
+    assert stdout == (
         "case 001-approve: The design document's sequence: request, approve, final text "
         "(R3, R4, R9)\n"
         "\n"
@@ -46,7 +50,7 @@ def test_replay_prints_the_updates_per_turn():
         '  {"type": "tool_call_end", "call_id": "call_1"}\n'
         '  {"type": "approval_request", "call_id": "call_1", "name": "run_command", '
         '"arguments": {"command": "rm -rf /"}, "description": "Run a shell command.", '
-        f'"digest": "{DIGEST_RM}"}}\n'
+        f'"digest": "{DIGEST_RM}", "request_id": "ID"}}\n'
         f'  {{"type": "finish", "finish_reason": "awaiting_approval", {USAGE}}}\n'
         "\n"
         'turn 2: input [], approvals [{"call_id": "call_1", "approved": true}]\n'

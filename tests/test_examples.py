@@ -78,3 +78,40 @@ def test_example_one_worker_pauses_another_resumes(store_url, tmp_path):
                 worker.terminate()
                 worker.wait(timeout=60)
     assert ledger.read_text() == "refund 42 19.90\n"
+
+
+@pytest.mark.parametrize("approved", ["false", 1, None, {"yes": True}])
+def test_r24_the_example_refuses_an_approved_that_is_not_a_boolean(tmp_path, approved):
+    """``{"approved": "false"}`` once ran the refund (``bool("false")`` is true): every
+    value but JSON true or false is HTTP 400, nothing is stored, and the pause still
+    waits for a real answer."""
+    ledger = tmp_path / "refunds.log"
+    store_url = f"sqlite:///{tmp_path}/sessions.db"
+    with ReplayServer([chat_stream(text="Let me refund that.", tool_calls=[
+                           ("call_1", "refund", json.dumps(REFUND))]),
+                       chat_stream(text="Not refunded.")]) as model:
+        worker = subprocess.Popen(
+            [sys.executable, EXAMPLE, "--store", store_url, "--port", "0", "--base-url",
+             model.base_url, "--ledger", str(ledger)], stdout=subprocess.PIPE, text=True,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+        try:
+            base = worker.stdout.readline().split()[-1]
+            assert call(base, "/sessions/t-42", {"message": "Refund order 42"})[0] == 200
+            status, error = call(base, "/sessions/t-42/answer",
+                                 {"call_id": "call_1", "approved": approved})
+            assert status == 400 and "approved must be true or false" in error["error"]
+            status, inbox = call(base, "/pending")
+            assert [e["call_id"] for e in inbox] == ["call_1"]
+            assert call(base, "/sessions/t-42/answer", {
+                "call_id": "call_1", "approved": False, "digest": inbox[0]["digest"]}
+                ) == (202, {"status": "answered"})
+            deadline = time.monotonic() + 60
+            while call(base, "/sessions/t-42")[1]["status"] != "done":
+                assert time.monotonic() < deadline, "the worker did not resume the session"
+                time.sleep(0.05)
+            assert call(base, "/sessions/t-42") == (200, {
+                "status": "done", "reply": "Not refunded.", "pending": []})
+        finally:
+            worker.terminate()
+            worker.wait(timeout=60)
+    assert not ledger.exists()

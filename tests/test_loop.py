@@ -133,8 +133,11 @@ def test_r3_gate_emits_requests_persists_the_turn_and_runs_nothing(make_agent):
     requests = [u for u in updates if isinstance(u, ToolApprovalRequest)]
     # the digest binds the decision to the canonical arguments (issue 5)
     digest = hashlib.sha256(b'{"command":"rm -rf /"}').hexdigest()
+    # R24: the request carries its pause's id, the one its record keeps
+    pause = session.approvals.pending[0].request_id
+    assert len(pause) == 32 and int(pause, 16) >= 0
     assert requests == [ToolApprovalRequest("call_2", "run_command", {"command": "rm -rf /"},
-                                            "Run a shell command.", digest)]
+                                            "Run a shell command.", digest, pause)]
     assert finish_of(updates).finish_reason is FinishReason.AWAITING_APPROVAL
     assert finish_of(updates).usage == Usage(10, 5, 15)
     assert tools.calls == []  # not even the sibling echo ran

@@ -111,7 +111,8 @@ def test_update_types_are_dataclasses_of_the_base():
         "ToolCallArgs": ["call_id", "delta"],
         "ToolCallEnd": ["call_id"],
         "ToolResult": ["call_id", "name", "result"],
-        "ToolApprovalRequest": ["call_id", "name", "arguments", "description", "digest"],
+        "ToolApprovalRequest": ["call_id", "name", "arguments", "description", "digest",
+                                "request_id"],
         "Finish": ["finish_reason", "usage", "message"],
     }
     for name, fields in expected.items():

@@ -40,7 +40,8 @@ def test_openrouter_kimi_header_twice_then_final_text():
         requests = [u for u in first if isinstance(u, ToolApprovalRequest)]
         assert requests == [ToolApprovalRequest("0", "llm_version", {},
                                                 "Return the installed version of llm",
-                                                hashlib.sha256(b"{}").hexdigest())]
+                                                hashlib.sha256(b"{}").hexdigest(),
+                                                session.approvals.pending[0].request_id)]
         assert first[-1].finish_reason is FinishReason.AWAITING_APPROVAL
         assert ran == []
         second = list(agent.run([], session, approve(requests)))

@@ -156,7 +156,7 @@ def test_r22_a_second_worker_resuming_the_same_pause_runs_nothing(store_url, mak
             with pytest.raises(SessionLockedError, match="in use"):
                 one.open("s").__enter__()  # the same store, twice: refused too
             list(agent.run([], first, approve()))
-        with pytest.raises(SessionConflictError, match="read at revision 2"):
+        with pytest.raises(SessionConflictError, match="read at revision 1"):
             two.save("s", stale)  # released: the revision decides now
     assert payments.ran == [120]
     with open_store(store_url) as store:

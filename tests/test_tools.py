@@ -80,6 +80,7 @@ def test_tool_with_name_and_description_overrides():
         "type": "object",
         "properties": {"path": {"type": "string"}},
         "required": ["path"],
+        "additionalProperties": False,
     }
     assert read_file.invoke({"path": "a.txt"}) == "contents of a.txt"
 
@@ -118,6 +119,7 @@ def test_scalar_types():
             "b": {"type": "boolean"},
         },
         "required": ["s", "i", "x", "b"],
+        "additionalProperties": False,
     }
 
 
@@ -198,6 +200,7 @@ def test_default_makes_parameter_optional_and_is_recorded():
             "strict": {"type": "boolean", "default": False},
         },
         "required": ["path"],
+        "additionalProperties": False,
     }
 
 
@@ -451,7 +454,7 @@ def test_approval_required_tool_accepts_plain_function():
     assert wrapped.description == "Delete a file."
     assert wrapped.parameters == {"type": "object",
                                   "properties": {"path": {"type": "string"}},
-                                  "required": ["path"]}
+                                  "required": ["path"], "additionalProperties": False}
     assert wrapped.requires_approval() is True
     assert json.loads(wrapped.invoke({"path": "/tmp/x"})) == {"deleted": "/tmp/x"}
 

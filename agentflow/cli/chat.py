@@ -29,7 +29,7 @@ import sys
 import time
 
 from ..display import safe_text
-from ..errors import AgentflowError
+from ..errors import AgentflowError, Setting, Wording
 from ..sandbox import Sandbox, widened
 from ..session import AgentSession
 from ..types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
@@ -54,16 +54,24 @@ __all__ = ["Chat", "UsageError", "add_arguments", "main"]
 # The provider client is imported when a chat starts, not with this module:
 # `agentflow --help` should cost little more than `import agentflow` (make bench).
 
-# Library messages name Python arguments; a CLI user typed flags. Each pair is
-# (library words, CLI words); tests/test_cli_messages.py pins what the user sees.
-_CLI_WORDS = [
-    (re.compile(r"\bbase_url \(or OPENAI_BASE_URL\)"), "--base-url (or OPENAI_BASE_URL)"),
-    (re.compile(r"\bthat base_url\b"), "that --base-url"),
-    (re.compile(r"\braise read_timeout\b"), "raise --read-timeout"),
-    (re.compile(r"\b(?:connect|read)_timeout=(\S+) s\b"), r"\1 s"),
-    (re.compile(r"resume with the same AgentSession the run paused in"),
-     "give the --session file the run paused in"),
-]
+class CLIWording(Wording):
+    """Library messages name Python arguments; a CLI user typed flags
+    (tests/test_cli_messages.py pins what the user sees)."""
+
+    def word(self, setting: Setting) -> str:
+        """The flag a setting is (``--base-url``), a limit as its value (``120.0 s``).
+
+        Args:
+            setting: the ``Setting`` a library message names.
+
+        Returns:
+            str: the words a CLI user types.
+        """
+        if setting.name == "session":
+            return "give the --session file the run paused in"
+        if setting.seconds is not None:
+            return f"{setting.seconds} s"
+        return "--" + setting.name.replace("_", "-")
 
 
 class Chat:
@@ -490,21 +498,6 @@ class Chat:
         return repl(self)
 
 
-def cli_words(text: str) -> str:
-    """A library message in the words a CLI user types.
-
-    Args:
-        text: the message (str).
-
-    Returns:
-        str: the message with its Python words (``base_url``, ``read_timeout``,
-        ``AgentSession``) replaced by the flags (``--base-url`` …).
-    """
-    for pattern, words in _CLI_WORDS:
-        text = pattern.sub(words, text)
-    return text
-
-
 def main(args) -> int:
     """Run ``agentflow chat``.
 
@@ -555,4 +548,5 @@ def main(args) -> int:
     except (AgentflowError, ValueError, OSError) as exc:
         if args.debug:
             raise
-        return fail(EXIT_ERROR, type(exc).__name__, cli_words(str(exc)))
+        text = exc.worded(CLIWording()) if isinstance(exc, AgentflowError) else str(exc)
+        return fail(EXIT_ERROR, type(exc).__name__, text)

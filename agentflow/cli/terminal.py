@@ -4,10 +4,7 @@ standard library has readline, and a line that starts with a given text."""
 from __future__ import annotations
 
 from ..display import safe_text
-
-
-class Quit(Exception):
-    """The user chose q at the approval prompt (or ended its input)."""
+from ..errors import Quit
 
 
 def read(say, prompt: str) -> str:

@@ -315,6 +315,18 @@ class SessionStore:
         index (the database stores override ``pending``)."""
         raise NotImplementedError
 
+    def identity(self, session_id: str) -> str:
+        """What a signed session's signature binds it to (SPEC R24), so that a copy
+        under another id is refused.
+
+        Args:
+            session_id: the session's id (str).
+
+        Returns:
+            str: ``session:`` and the id.
+        """
+        return "session:" + session_id
+
     def _read(self, session_id: str) -> tuple[AgentSession, Any] | None:
         """The session and what the store remembers of it for the next write (its
         text here), or ``None`` when there is none; one consistent read."""
@@ -326,7 +338,7 @@ class SessionStore:
 
     def _blank(self, session_id: str, session: AgentSession) -> Any:
         """What ``_write`` compares against to skip a write that changes nothing."""
-        return encode(session.to_dict(), self.secret)
+        return encode(session.to_dict(), self.secret, identity=self.identity(session_id))
 
     def _write(self, session_id: str, session: AgentSession, before: Any,
                changed: bool) -> Any:
@@ -337,7 +349,8 @@ class SessionStore:
         if not changed and before is not None and self._blank(session_id, session) == before:
             return before
         revision = session.revision + 1
-        text = encode({**session.to_dict(), "revision": revision}, self.secret)
+        text = encode({**session.to_dict(), "revision": revision}, self.secret,
+                      identity=self.identity(session_id))
         with self._leased(session_id):
             self._swap(session_id, session.revision, text, waiting_since(session))
         session.revision = revision
@@ -622,7 +635,7 @@ class SessionStore:
 
     def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
         where = f"session {session_id!r} in {self!r}"
-        session = decode(text, where, self.secret)
+        session = decode(text, where, self.secret, self.identity(session_id))
         if session.revision != revision:
             raise SessionIntegrityError(
                 f"{where} records revision {session.revision} but the store holds it as "

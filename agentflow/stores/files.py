@@ -35,7 +35,7 @@ import re
 
 from .._durable import FileLock, sweep_temporaries, write_atomically
 from ..errors import SessionIntegrityError, SessionLockedError
-from ..session import AgentSession, decode
+from ..session import AgentSession, decode, file_identity
 from .base import SessionStore, check_session_id, conflict
 
 _HEAD_REVISION = re.compile(r'\A\{\s*"schema_version":\s*\d+,\s*"revision":\s*(\d+)[,}]')
@@ -82,6 +82,17 @@ class FileStore(SessionStore):
                                     "does not exist")
         return cls(folder, secret, suffix="").open(os.path.basename(path))
 
+    def identity(self, session_id: str) -> str:
+        """What a signed session's signature binds it to (SPEC R24): its file.
+
+        Args:
+            session_id: the session's id (str).
+
+        Returns:
+            str: ``file:`` and the absolute path of its file (``file_identity``).
+        """
+        return file_identity(self.path(session_id))
+
     def path(self, session_id: str) -> str:
         """The file that holds a session.
 
@@ -108,7 +119,8 @@ class FileStore(SessionStore):
         return revision, text
 
     def _decode(self, session_id: str, revision: int, text: str) -> AgentSession:
-        return decode(text, self.path(session_id), self.secret)
+        path = self.path(session_id)
+        return decode(text, path, self.secret, file_identity(path))
 
     def _swap(self, session_id: str, expected: int, text: str, waiting) -> None:
         path = self.path(session_id)  # the caller holds the lock: compare, then write
@@ -168,7 +180,7 @@ def read_file(path: str, secret) -> AgentSession:
     """
     mark = _read_mark(path)
     with open(path, encoding="utf-8") as handle:
-        session = decode(handle.read(), path, secret)
+        session = decode(handle.read(), path, secret, file_identity(path))
     _refuse_rollback(path, session.revision, mark)
     return session
 
@@ -189,7 +201,7 @@ def _revision_in(text: str, path: str, secret) -> int:
     match = _HEAD_REVISION.match(text)
     if match:
         return int(match.group(1))
-    return decode(text, path, secret).revision  # a file not written by encode()
+    return decode(text, path, secret, file_identity(path)).revision  # not by encode()
 
 
 def _file_revision(path: str, secret) -> int:

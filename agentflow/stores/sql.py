@@ -327,8 +327,19 @@ class SQLiteStore(_SQLStore):
 
         def connect():
             self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
-            if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                self._db.execute("PRAGMA journal_mode=WAL")
+            # Switching a new file to WAL is refused at once ("database is locked"),
+            # without the busy timeout, while another process switches it or makes
+            # its schema: two workers started together. Wait for it as a write would.
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                        self._db.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._create_schema(lambda names: self._db.execute(
                 "SELECT count(*) FROM sqlite_master WHERE name IN "

@@ -16,7 +16,7 @@ import re
 from typing import Callable
 
 from ..profiles import Gemini, thought_signature
-from .replay import RecordedRequest, Reply
+from .exchange import RecordedRequest, Reply
 
 # Keys each API takes on a message of a role, and on a tool call.
 _OPENAI_KEYS = {"system": {"role", "content", "name"}, "developer": {"role", "content", "name"},
