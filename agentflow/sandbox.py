@@ -32,6 +32,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from .errors import SandboxError
@@ -168,6 +169,11 @@ class Sandbox:
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
         args = ["bwrap", *_namespaces(self.network), "--ro-bind", "/", "/",
                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # The private /tmp hides everything under it, also the Python environment this
+        # agentflow runs in when it lives there (a checkout in /tmp): kept, read-only.
+        for prefix in sorted({os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}):
+            if prefix.startswith("/tmp/") and os.path.isdir(prefix):
+                args += ["--ro-bind", prefix, prefix]
         for run in ("/run", "/var/run"):  # sockets: a read-only mount still connects
             if os.path.isdir(run) and not os.path.islink(run):
                 args += ["--tmpfs", run]
