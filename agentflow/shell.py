@@ -9,7 +9,8 @@ as ``sh`` (dash) and ``bash`` both read it and returns:
   that joins it to the previous one (``&&``, ``||``, ``;``, ``|``, ``&``, a newline),
   its words (``argv``, unquoted), its assignments and redirections. A rule is matched
   against each command on its own, never against the line;
-* ``nested``: the command lines that ``sh -c '…'`` and ``eval …`` run;
+* ``nested``: the command lines that ``sh -c '…'``, ``eval …`` and the shell
+  commands of ``git -c alias.x='!…'`` (or ``core.fsmonitor=…``) run;
 * ``unreadable``: why the line is not fully understood, or ``None``.
 
 A line is **unreadable** when it holds anything this reader does not read exactly as
@@ -19,8 +20,9 @@ outside quotes (``²>``, ``１>``, a no-break space), an expansion (``$…``, ba
 ``&>``, ``<<<``, ``{fd}>``, multi-digit descriptors, ``a[…]=``, array subscripts in
 names given to ``printf -v`` / ``test -v`` / ``read`` …), a compound command
 (``if``, ``(…)``, ``{ …; }``, ``!``), a here-document, an alias, a syntax error, an
-unquoted glob that could expand into an option or a command's name, or a line past a
-size or nesting limit. Every check uses explicit ASCII sets (``str.isdigit`` accepts
+unquoted glob that could expand into an option or a command's name, a shell reading
+its commands from a pipe or a file on its standard input (``echo … | sh``), or a line
+past a size or nesting limit. Every check uses explicit ASCII sets (``str.isdigit`` accepts
 ``²``). Such a line is allowed by no rule and denied whenever the tool has a deny rule
 (``policy.py``); the commands read before the trouble are still returned, with the
 whole line as one more command, so a deny rule can name the one it meets.
@@ -490,7 +492,10 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
             names.append(program.rstrip("/").rsplit("/", 1)[-1])  # /bin/rm: rm
         tails += [f"{quote(name)} {rest}".rstrip(" ") for name in names]
     if not pattern:
-        _nested_scripts(words, result, depth)
+        # its standard input: a pipe or a file, else /dev/null (run_command's)
+        piped = op in ("|", "|&") or any(fd in ("", "0") and o in ("<", "<>", "<&")
+                                         for fd, o, _ in redirects)
+        _nested_scripts(words, result, depth, piped)
     return Command(text, tails or [text], writes, op, words, assignments, redirects, globs)
 
 
@@ -505,7 +510,8 @@ def _bash_only_builtins(words: list[str]) -> None:
                           "which bash evaluates")
 
 
-def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
+def _nested_scripts(words: list[str], result: CommandLine, depth: int,
+                    piped: bool = False) -> None:
     """``sh -c SCRIPT`` and ``eval WORDS`` run a line of their own, wherever they
     stand in the command (``sudo sh -c …``): read it too; past the nesting limit, or
     a script of a shell this module cannot read, the line is unreadable."""
@@ -516,11 +522,19 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
             script = " ".join(rest)
         elif name in _RUNS_A_SCRIPT and rest:
             script = _RUNS_A_SCRIPT[name](rest)
+        elif name == "git":
+            script = _git_config_commands(rest)
         elif name in POSIX_SHELLS or name in OTHER_SHELLS:
             script = _shell_script(words[position + 1:])
             if script is not None and name in OTHER_SHELLS:
                 raise UnreadableCommandLine(f"a script for {name}, whose syntax this reader does "
                                   "not read")
+            if script is None and piped and _reads_stdin(words[position + 1:]):
+                # ``echo 'rm -rf x' | sh``: the commands come through the pipe, unread;
+                # the line is read on, so that a deny rule naming it (curl * | sh) meets it
+                result.nested.append(CommandLine(
+                    unreadable=f"{name} reading its commands from standard input"))
+                return
         if script is None:
             continue
         if depth + 1 > MAX_DEPTH:
@@ -530,13 +544,71 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int) -> None:
 
 
 def _option_value(args: list[str], *names: str) -> str | None:
+    """The value of an option, as getopt reads it: ``-c X``, ``--command=X``, attached
+    (``-cX``) or at the end of a cluster of flags (``-qc X``, ``-iS X``)."""
     for index, arg in enumerate(args):
         if arg in names and index + 1 < len(args):
             return args[index + 1]
         for name in names:
             if name.startswith("--") and arg.startswith(name + "="):
                 return arg[len(name) + 1:]
+            if len(name) == 2 and arg[:1] == "-" and arg[1:2] != "-" and name[1] in arg[1:]:
+                value = arg[arg.index(name[1], 1) + 1:]
+                if value:
+                    return value
+                if index + 1 < len(args):
+                    return args[index + 1]
     return None
+
+
+def _reads_stdin(args: list[str]) -> bool:
+    """Whether a shell given these arguments (no ``-c``) reads its commands from
+    standard input: no script operand, or ``-s`` / ``-i``."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in ("--", "-"):
+            return index + 1 >= len(args)
+        if arg.startswith("--"):
+            index += 2 if arg in _SHELL_OPTION_ARGS else 1
+            continue
+        if len(arg) < 2 or arg[0] not in "-+":
+            return False
+        if "s" in arg[1:] or "i" in arg[1:]:
+            return True
+        index += 1 + sum(1 for letter in arg[1:] if letter in "oO")
+    return True
+
+
+# git-config(1): an alias starting with "!" and these settings are run by the shell
+_GIT_COMMAND_KEYS = re.compile(r"(alias\..*|core\.(pager|editor|sshcommand|fsmonitor|askpass)|"
+                               r"pager\..*|sequence\.editor|diff\..*\.(textconv|command)|"
+                               r"diff\.external|merge\..*\.driver|filter\..*\.(clean|"
+                               r"smudge|process)|credential\..*|gpg\..*program|"
+                               r"uploadpack\..*|receivepack\..*|remote\..*\.(uploadpack|"
+                               r"receivepack|vcs)|sendemail\..*|web\.browser|"
+                               r"browser\..*\.cmd|man\..*\.cmd|difftool\..*\.cmd|"
+                               r"mergetool\..*\.cmd|ssh\.variant)\Z", re.IGNORECASE)
+
+
+def _git_config_commands(args: list[str]) -> str | None:
+    """The commands that ``git -c KEY=VALUE`` settings hand to the shell, joined as
+    one line (``git -c alias.x='!rm -rf v' x`` runs ``rm -rf v``), ``None`` when none."""
+    found, index = [], 0
+    while index < len(args) and args[index].startswith("-"):
+        arg, value = args[index], None
+        if arg == "-c" and index + 1 < len(args):
+            value, index = args[index + 1], index + 2
+        elif arg.startswith("-c"):
+            value, index = arg[2:], index + 1
+        else:
+            index += 2 if arg in ("-C", "--git-dir", "--work-tree", "--namespace",
+                                  "--config-env") else 1
+        if value is not None:
+            key, _, command = value.partition("=")
+            if _GIT_COMMAND_KEYS.match(key):
+                found.append(command[1:] if command.startswith("!") else command)
+    return "\n".join(found) if found else None
 
 
 def _watch_command(args: list[str]) -> str:

