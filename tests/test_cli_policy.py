@@ -273,19 +273,20 @@ def test_an_editor_that_cannot_start_is_said_and_the_prompt_asks_again(tmp_path,
     assert list(tmp_path.iterdir()) == []  # no policy, no session, no edit file left here
 
 
-def test_an_old_session_with_always_keeps_working_as_a_grant(server, tmp_path):
-    """Sessions saved before policies kept 'always' as a private list; loading one turns
-    it into a session grant for the whole tool."""
+def test_an_old_session_with_always_is_a_grant_only_once_the_person_says_so(server,
+                                                                            tmp_path):
+    """Sessions saved before policies kept 'always' as a private list. Nothing proves
+    this user's agentflow wrote it (a session file from elsewhere could carry
+    ``run_command``, SPEC R26), so without a terminal it is left out with a note and the
+    call waits; on a terminal the person may keep it (``settings.check_grants``)."""
     session = tmp_path / "s.json"
     session.write_text(json.dumps({"schema_version": 2, "messages": [], "approvals": {
         "pending": [], "audit": []}, "state": {"always_approve": ["run_command"]}}))
-    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
-    server.queue(chat_stream("Done."))
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch PWNED"})))
     done = run_chat("--base-url", server.base_url, "--session", str(session), "hi",
                     cwd=tmp_path)
-    assert (done.returncode, done.stderr) == (0, "")
-    data = saved(session)
-    assert "always_approve" not in data["state"]
-    assert [(r["call_id"], r["outcome"], r["rule"], r["layer"])
-            for r in data["approvals"]["audit"]] == [
-        ("call_1", "allowed", "run_command", "session")]
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "grants: run_command not applied: your agentflow did not record them" \
+        in done.stdout
+    assert not (tmp_path / "PWNED").exists()
+    assert "always_approve" not in saved(session)["state"]

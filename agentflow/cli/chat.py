@@ -46,7 +46,8 @@ from .render import Output, call_line, result_line, show_request, summary
 from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
-from .settings import ALWAYS, chat_settings, sign_settings, tool_names, user_name
+from .settings import (ALWAYS, chat_settings, check_grants, sign_grants, sign_settings,
+                       tool_names, user_name)
 from .terminal import Quit, line_editing, read, with_piped_input
 
 __all__ = ["Chat", "UsageError", "add_arguments", "main"]
@@ -124,6 +125,7 @@ class Chat:
                 self.tools = {t.name: t for t in tools}
             if sandbox.note:
                 print(f"agentflow: note: {sandbox.note}", file=sys.stderr)
+        check_grants(session, confirm, notes)
         for note in notes:
             self.say(note)
         sign_settings(session, settings)
@@ -133,6 +135,7 @@ class Chat:
         for name in session.state.pop(ALWAYS, []):  # what 'always' meant before grants
             if name in self.tools:
                 session.approvals.grant(name, time.time(), approver=user_name())
+        sign_grants(session)
 
     def confirm(self, question: str) -> bool:
         """Ask the person a yes/no question on the terminal (default no).
@@ -161,6 +164,7 @@ class Chat:
                 nothing was written.
             OSError: the store could not be written.
         """
+        sign_grants(self.session)  # the grants answered in this run are the person's
         self.session.checkpoint()  # a no-op without --session
 
     # -- one run ---------------------------------------------------------------------------

@@ -92,6 +92,52 @@ def sign_settings(session, settings: dict) -> None:
     session.state[SIGNATURE] = sign(settings)
 
 
+def check_grants(session, confirm=None, notes=None) -> None:
+    """Leave out the session's grants (and its old ``always_approve`` list) that this
+    user's agentflow did not record: they are allow rules, and a session file from
+    elsewhere could carry ``run_command`` (SPEC R26). On a terminal the person may keep
+    them.
+
+    Args:
+        session: the ``AgentSession``; its unsigned grants are removed from its ledger.
+        confirm: ``(question) -> bool`` on a terminal, else ``None``.
+        notes: a list that gets a line naming what was left out.
+    """
+    from ..display import safe_text
+    from .trust import GRANT_SIGNATURES, sign_grant
+    signed = session.state.get(GRANT_SIGNATURES)
+    signed = set(signed) if isinstance(signed, list) and all(
+        isinstance(s, str) for s in signed) else set()
+    grants = session.approvals.grants
+    foreign = [g for g in grants if sign_grant(g) not in signed]
+    old = session.state.get(ALWAYS)
+    old = [n for n in old if isinstance(n, str)] if isinstance(old, list) else []
+    rules = [g.rule for g in foreign] + old
+    if not rules:
+        return
+    listed = ", ".join(safe_text(str(r)) for r in rules)
+    if confirm is not None and confirm(
+            f"The session remembers grants your agentflow did not record (the session "
+            f"came from elsewhere, or was changed): allow {listed}. Keep them? [y/N] "):
+        return
+    session.approvals.grants = [g for g in grants if g not in foreign]
+    session.state.pop(ALWAYS, None)
+    if notes is not None:
+        notes.append(f"grants: {listed} not applied: your agentflow did not record them "
+                     "(the session came from elsewhere, or was changed); approve the calls "
+                     "again to grant them")
+
+
+def sign_grants(session) -> None:
+    """Keep this user's signature of each of the session's grants in its state.
+
+    Args:
+        session: the ``AgentSession``.
+    """
+    from .trust import GRANT_SIGNATURES, sign_grant
+    session.state[GRANT_SIGNATURES] = [sign_grant(g) for g in session.approvals.grants]
+
+
 def tool_names(settings: dict) -> list[str]:
     """The built-in tools named by the ``tools`` setting (``none`` or empty: none).
 

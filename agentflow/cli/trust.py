@@ -37,6 +37,7 @@ from ..policy import ApprovalPolicy, user_policy_path
 # Remembered settings that decide where the key goes and where the tools work (R26).
 ROUTING = ("base_url", "api_key_env", "workspace")
 SIGNATURE = "chat_signature"  # session.state key: the HMAC of the remembered settings
+GRANT_SIGNATURES = "grant_signatures"  # session.state key: the HMAC of each grant
 
 
 def config_dir() -> str:
@@ -212,3 +213,18 @@ def signed_by_me(settings: dict, signature) -> bool:
         bool: ``True`` only for a valid signature made with this user's key.
     """
     return isinstance(signature, str) and hmac.compare_digest(signature, sign(settings))
+
+
+def sign_grant(grant) -> str:
+    """The HMAC-SHA256 (hex) of one session grant under this user's key: a grant is an
+    allow rule, so one this user's agentflow did not record is not applied (SPEC R26).
+
+    Args:
+        grant: an ``approvals.SessionGrant``.
+
+    Returns:
+        str: the signature kept in the session's ``GRANT_SIGNATURES`` list.
+    """
+    text = json.dumps([grant.rule, grant.granted_at, grant.expires_at, grant.approver,
+                       grant.call_id]).encode()
+    return hmac.new(_user_key(), b"grant\0" + text, hashlib.sha256).hexdigest()
