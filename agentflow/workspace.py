@@ -43,6 +43,7 @@ import stat
 from . import paths, shell
 from .patterns import path_matches
 
+AGENTFLOW_SETTINGS = "agentflow's own settings (user policy, trust records, signing key)"
 SECRET_FILES = (
     ("/**/.ssh/**", "SSH keys and settings"),
     ("/**/.gnupg/**", "GnuPG keys"),
@@ -70,6 +71,12 @@ SECRET_FILES = (
     ("/**/*.p12", "private keys and certificates"),
     ("/**/*.pfx", "private keys and certificates"),
     ("/**/*.kdbx", "password databases"),
+    # what decides what runs unasked: a write here grants, or lifts a deny, next time
+    ("/**/.config/agentflow/**", AGENTFLOW_SETTINGS),
+    ("/**/.agentflow/**", "agentflow's project policy (its deny rules, what it allows)"),
+    ("/**/.git/config", "git settings (core.fsmonitor, aliases … run programs; remote "
+     "URLs may hold tokens)"),
+    ("/**/.git/hooks/**", "git hooks (programs git commands run)"),
 )
 
 
@@ -127,6 +134,10 @@ class Workspace:
             str | None: the ``kind`` of the first ``secret_files`` pattern it matches
             (e.g. ``"SSH keys and settings"``), or ``None``.
         """
+        from .policy import user_policy_path  # policy reads this module's SECRET_FILES
+        settings = os.path.realpath(os.path.dirname(user_policy_path()))
+        if resolved == settings or resolved.startswith(settings.rstrip("/") + "/"):
+            return AGENTFLOW_SETTINGS  # $XDG_CONFIG_HOME/agentflow, wherever it is
         for pattern, kind in self.secret_files:
             if path_matches(pattern, resolved, self.root, ignore_case=True):
                 return kind

@@ -64,3 +64,49 @@ def test_a_grant_this_users_agentflow_recorded_still_applies(server, tmp_path):
     assert [u["type"] for u in json_lines(done.stdout)].count("approval_request") == 0
     again = saved(tmp_path / "s.json")
     assert again["state"][trust.GRANT_SIGNATURES] == [signature]
+
+
+# -- the files that decide what runs unasked are no wildcard rule's to write ---------------
+
+@pytest.mark.parametrize("rule, line", [
+    ("cp *", "cp evil.json ~/.config/agentflow/policy.json"),  # the user policy
+    ("cp *", "cp evil.json ~/.config/agentflow/trusted.json"),  # the trust records
+    ("mv *", "mv evil.json .agentflow/policy.json"),  # drops the project's deny rules
+    ("tee *", "tee .git/hooks/pre-commit"),  # git runs it at the next commit
+    ("cp *", "cp evil .git/config"),  # core.fsmonitor runs at the next git status
+    ("cat *", "cat .git/config"),  # remote URLs hold tokens
+])
+def test_no_wildcard_rule_touches_what_decides_what_runs(rule, line, tmp_path, monkeypatch):
+    from agentflow import ApprovalPolicy
+    from agentflow.builtin_tools import builtin_tools
+    from agentflow.policy import decide
+    monkeypatch.chdir(tmp_path)
+    run = builtin_tools(["run_command"], workspace=tmp_path)[0]
+    found, note = decide([ApprovalPolicy(allow=[f"run_command({rule})"])], run,
+                         {"command": line})
+    assert found is None and "names a secret file" in note
+
+
+@pytest.mark.parametrize("path", [".agentflow/policy.json", ".git/hooks/pre-commit",
+                                  ".git/config"])
+def test_write_file_wildcard_does_not_write_them(path, tmp_path):
+    from agentflow import ApprovalPolicy
+    from agentflow.builtin_tools import builtin_tools
+    from agentflow.policy import decide
+    write = builtin_tools(["write_file"], workspace=tmp_path)[0]
+    found, _ = decide([ApprovalPolicy(allow=["write_file(**)"])], write,
+                      {"path": path, "content": "x"})
+    assert found is None
+
+
+def test_the_user_policy_where_xdg_config_home_points(server, tmp_path):  # noqa: F811
+    """``cp`` under ``run_command(cp *)`` overwrote the user policy file with
+    ``allow: [run_command]`` for every later run; it now waits."""
+    (tmp_path / "evil.json").write_text(json.dumps({"allow": ["run_command"]}))
+    target = os.path.join(CONFIG_HOME, "agentflow", "policy.json")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"allow": ["run_command(cp *)"]}))
+    server.queue(calls_reply(("call_1", "run_command", {"command": f"cp evil.json {target}"})))
+    done = run_chat("--base-url", server.base_url, "--policy", str(rules), "go", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert not os.path.exists(target)
