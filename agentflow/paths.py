@@ -38,3 +38,16 @@ def resolve(path: str, root: str) -> str:
         OSError: the operating system refuses the path (``os.path.realpath``).
     """
     return os.path.realpath(os.path.join(root, expand_home(path)))
+
+
+def user_policy_path() -> str:
+    """The user policy file (SPEC R19); its folder holds agentflow's trust records and
+    signing key too (SPEC R26), so no tool may write there unasked.
+
+    Returns:
+        str: ``$XDG_CONFIG_HOME/agentflow/policy.json``, else
+        ``~/.config/agentflow/policy.json``.
+    """
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
+                                                              ".config")
+    return os.path.join(base, "agentflow", "policy.json")

@@ -79,6 +79,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from . import command_rules, paths, shell
+from .paths import user_policy_path  # noqa: F401  (public here since SPEC R19)
 from ._durable import write_atomically
 from .errors import PolicyError
 from .patterns import (BACKSLASH, glob_regex, path_matches, pattern_regex, protect,
@@ -94,14 +95,6 @@ _RULE = re.compile(r"([A-Za-z0-9_-]{1,64}(?:\.[^\s()]{1,128})?)(?:\((.*)\))?", r
 # (a space, a parenthesis): ``"notes.my tool"(pattern)``; ``\"`` and ``\\`` inside.
 _QUOTED_RULE = re.compile(r'"((?:[^"\\]|\\.)+)"(?:\((.*)\))?', re.DOTALL)
 _OP_KIND = {"|&": "|", "\n": ";", ";;": ";"}
-
-
-def user_policy_path() -> str:
-    """``$XDG_CONFIG_HOME/agentflow/policy.json``, else
-    ``~/.config/agentflow/policy.json``."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"),
-                                                              ".config")
-    return os.path.join(base, "agentflow", "policy.json")
 
 
 def policy_name(tool) -> str:

@@ -134,8 +134,7 @@ class Workspace:
             str | None: the ``kind`` of the first ``secret_files`` pattern it matches
             (e.g. ``"SSH keys and settings"``), or ``None``.
         """
-        from .policy import user_policy_path  # policy reads this module's SECRET_FILES
-        settings = os.path.realpath(os.path.dirname(user_policy_path()))
+        settings = os.path.realpath(os.path.dirname(paths.user_policy_path()))
         if resolved == settings or resolved.startswith(settings.rstrip("/") + "/"):
             return AGENTFLOW_SETTINGS  # $XDG_CONFIG_HOME/agentflow, wherever it is
         for pattern, kind in self.secret_files:
