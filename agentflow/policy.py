@@ -328,27 +328,49 @@ class ApprovalPolicy:
             PolicyError: it is not valid JSON or not a policy.
         """
         path = os.fspath(path)
-        with open(path, encoding="utf-8") as handle:
-            try:
-                data = json.load(handle)
-            except ValueError as exc:
-                raise PolicyError(f"{path} is not valid JSON: {exc}") from None
-        return cls.from_dict(data, name or path, path)
+        with open(path, "rb") as handle:
+            return cls.loads(handle.read(), name or path, path)
 
-    def save(self, path) -> None:
+    @classmethod
+    def loads(cls, data: bytes, name: str, source: str | None = None) -> "ApprovalPolicy":
+        """A policy from a file's bytes: what was judged is what applies (SPEC R26
+        trusts a project file by the hash of these same bytes).
+
+        Args:
+            data: the file's contents (bytes, UTF-8 JSON).
+            name: the layer's name (str).
+            source: the file it came from (str), for messages.
+
+        Returns:
+            ApprovalPolicy: the policy.
+
+        Raises:
+            PolicyError: not valid UTF-8 JSON, or not a policy.
+        """
+        try:
+            parsed = json.loads(data.decode("utf-8"))
+        except ValueError as exc:
+            raise PolicyError(f"{source or name} is not valid JSON: {exc}") from None
+        return cls.from_dict(parsed, name, source)
+
+    def save(self, path) -> bytes:
         """Write the policy as JSON, atomically (a temporary file in the same folder,
         fsync, rename, fsync of the folder), creating the folder.
 
         Args:
             path: the file (str or path-like).
 
+        Returns:
+            bytes: what was written (to trust exactly that, SPEC R26).
+
         Raises:
             OSError: the file could not be written (the old file is left as it was).
         """
         path = os.fspath(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        write_atomically(path, json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n",
-                         prefix=".policy-")
+        text = json.dumps(self.to_dict(), ensure_ascii=False, indent=2) + "\n"
+        write_atomically(path, text, prefix=".policy-")
+        return text.encode("utf-8")
 
 
 SANDBOX_SETTINGS = ("auto_allow", "network")  # a policy's sandbox settings (issue 27)

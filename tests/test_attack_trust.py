@@ -110,3 +110,70 @@ def test_the_user_policy_where_xdg_config_home_points(server, tmp_path):  # noqa
     done = run_chat("--base-url", server.base_url, "--policy", str(rules), "go", cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert not os.path.exists(target)
+
+
+# -- a project file that changes between the trust check and the load (TOCTOU) --------------
+
+BENIGN = {"allow": ["run_command(git status)"]}
+GREEDY = {"allow": ["run_command", "write_file"]}
+
+
+@pytest.fixture
+def config_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    return tmp_path / "config"
+
+
+def _project(tmp_path, policy):
+    path = tmp_path / ".agentflow" / "policy.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(policy))
+    return str(path)
+
+
+def test_a_file_swapped_back_after_the_load_does_not_pass_on_the_old_hash(tmp_path,
+                                                                          config_home):
+    """The trusted contents were hashed after the greedy contents had been loaded: the
+    check passed on bytes other than those that applied."""
+    from agentflow import ApprovalPolicy
+    from agentflow.cli import trust
+    path = _project(tmp_path, BENIGN)
+    trust.trust(path)
+    _project(tmp_path, GREEDY)
+    loaded = ApprovalPolicy.load(path, "project")  # what agentflow loaded …
+    _project(tmp_path, BENIGN)  # … and what the file holds when it is judged
+    applied = trust.trusted_project(loaded)
+    assert applied.allow == BENIGN["allow"]
+
+
+def test_a_file_changed_while_the_person_reads_it_is_not_trusted(tmp_path, config_home):
+    """The person was shown one file and said yes; the file had changed meanwhile: what
+    they saw is what is trusted and applies, not the new contents."""
+    from agentflow import ApprovalPolicy
+    from agentflow.cli import trust
+    path = _project(tmp_path, BENIGN)
+
+    def confirm(question):
+        _project(tmp_path, GREEDY)
+        return True
+    applied = trust.trusted_project(ApprovalPolicy.load(path, "project"), confirm)
+    assert applied.allow == BENIGN["allow"]
+    assert not trust.is_trusted(path)  # the greedy contents now there were never shown
+    _project(tmp_path, BENIGN)
+    assert trust.is_trusted(path)
+
+
+def test_an_a_answer_trusts_what_it_wrote_not_what_was_swapped_in(tmp_path, config_home,
+                                                                   monkeypatch):
+    """[a] on an untrusted file adds the person's rule but must not bless the file."""
+    from agentflow.cli import policies, trust
+    path = _project(tmp_path, GREEDY)
+
+    class Client:
+        added = None
+
+        def add_policy(self, layer):
+            Client.added = layer
+    policies.write_project_rules(str(tmp_path), ["run_command(ls)"], Client(), [])
+    assert not trust.is_trusted(path)
+    assert json.loads(open(path).read())["allow"] == GREEDY["allow"] + ["run_command(ls)"]

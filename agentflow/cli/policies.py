@@ -7,7 +7,7 @@ import os
 
 from ..policy import PROJECT_FILE
 from ..errors import UsageError
-from .trust import is_trusted, trust, trusted_project, without_allows
+from .trust import digest_of, is_trusted_digest, trust, trusted_project, without_allows
 
 
 def policy_layers(policy_file, tools, workspace=".", notes=None, confirm=None) -> tuple:
@@ -84,18 +84,19 @@ def write_project_rules(workspace: str, rules, client, tools) -> str:
     """
     from ..policy import ApprovalPolicy, policy_name
     path = os.path.join(workspace, PROJECT_FILE)
-    existed = os.path.exists(path)
+    found = digest_of(path) if os.path.lexists(path) else None
     # the person's own rules are theirs; a file they had not trusted stays untrusted,
-    # so its other allow rules still do not apply (SPEC R26)
-    trusted = not existed or is_trusted(path)
-    project = (ApprovalPolicy.load(path, "project") if existed
+    # so its other allow rules still do not apply (SPEC R26). The bytes judged are the
+    # bytes extended, and what is trusted is what was written (no swap in between).
+    trusted = found is None or is_trusted_digest(path, found[0])
+    project = (ApprovalPolicy.loads(found[1], "project", path) if found is not None
                else ApprovalPolicy(name="project", source=path))
     for rule in rules:
         project.add("allow", rule)
-    project.save(path)
+    written = project.save(path)
     project.source = path
     if trusted:
-        trust(path)
+        trust(path, written)
         applied = project
     else:
         applied = without_allows(project)

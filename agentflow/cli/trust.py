@@ -32,6 +32,7 @@ import secrets
 
 from .._durable import write_atomically
 from ..display import safe_text
+from ..errors import PolicyError
 from ..policy import ApprovalPolicy, user_policy_path
 
 # Remembered settings that decide where the key goes and where the tools work (R26).
@@ -87,19 +88,35 @@ def is_trusted(path: str) -> bool:
         bool: ``True`` when its path and the SHA-256 of its bytes were trusted.
     """
     found = digest_of(path)
-    return found is not None and _read_trusted().get(os.path.abspath(path)) == found[0]
+    return found is not None and is_trusted_digest(path, found[0])
 
 
-def trust(path: str) -> None:
-    """Remember that the person trusts the project file at ``path`` as it is now.
+def is_trusted_digest(path: str, digest: str) -> bool:
+    """Whether the person trusted the project file at ``path`` holding the contents
+    whose SHA-256 is ``digest`` (bytes read once, judged and used: SPEC R26).
+
+    Args:
+        path: the project policy file (str); compared by absolute path.
+        digest: the SHA-256 (hex str) of the bytes that will apply.
+
+    Returns:
+        bool: ``True`` when that path with those contents was trusted.
+    """
+    return _read_trusted().get(os.path.abspath(path)) == digest
+
+
+def trust(path: str, data: bytes | None = None) -> None:
+    """Remember that the person trusts the project file at ``path`` as it is now, or
+    with the contents ``data`` they were shown (a file changed since is not trusted).
 
     Args:
         path: the project policy file (str).
+        data: the contents trusted (bytes), or ``None`` for the file's bytes now.
 
     Raises:
         OSError: the configuration folder cannot be written.
     """
-    found = digest_of(path)
+    found = digest_of(path) if data is None else (hashlib.sha256(data).hexdigest(), data)
     if found is None:
         return
     files = _read_trusted()
@@ -137,10 +154,21 @@ def trusted_project(layer: ApprovalPolicy, confirm=None, notes=None) -> Approval
         setting that widens (``auto_allow``, ``network``; issue 27), or its contents are
         trusted (now, or by the person's answer); else ``without_allows(layer)``.
     """
-    widening = {k: v for k, v in layer.sandbox.items() if v}  # issue 27: it widens too
-    if not (layer.allow or widening) or layer.source is None or is_trusted(layer.source):
+    if layer.source is None:
         return layer
+    # judge, show and apply the same bytes: a file changed after it was loaded (or after
+    # it was shown) must not pass on the hash of what it held before (TOCTOU)
     found = digest_of(layer.source)
+    try:
+        layer = layer if found is None else ApprovalPolicy.loads(found[1], layer.name,
+                                                                 layer.source)
+    except PolicyError:
+        found = None
+    widening = {k: v for k, v in layer.sandbox.items() if v}  # issue 27: it widens too
+    if not (layer.allow or widening):
+        return layer
+    if found is not None and is_trusted_digest(layer.source, found[0]):
+        return layer
     if confirm is not None and found is not None:
         shown = safe_text(found[1].decode("utf-8", "replace"), multiline=True)
         question = (f"The project policy file {layer.source} lets these run without "
@@ -149,7 +177,7 @@ def trusted_project(layer: ApprovalPolicy, confirm=None, notes=None) -> Approval
                     f"Its contents:\n{shown}\nTrust this file's allow rules (remembered "
                     f"until it changes)? [y/N] ")
         if confirm(question):
-            trust(layer.source)
+            trust(layer.source, found[1])
             return layer
     if notes is not None:
         what = "the allow rules" + (" and sandbox settings" if widening else "")
