@@ -86,8 +86,9 @@ def scrub_value(value, secret: str | None):
 
 def mask_url(url: str) -> str:
     """``url`` with its credentials masked: the password of its user part
-    (``postgresql://user:***@host/db``) and the value of every query parameter whose
-    name says it holds a credential (``?api_key=***``). Never raises: text that does not
+    (``postgresql://user:***@host/db``), an http(s) user name given alone (a token:
+    ``https://***@github.com/…``), and the value of every query or fragment parameter
+    whose name says it holds a credential (``?api_key=***``, ``#access_token=***``). Never raises: text that does not
     parse as a URL is returned with anything after a ``:`` before an ``@`` masked.
 
     Args:
@@ -108,16 +109,26 @@ def mask_url(url: str) -> str:
     userinfo, at, host = authority.rpartition("@")
     if at:
         user, colon, _password = userinfo.partition(":")
+        if not colon and scheme.lower() in _TOKEN_AS_USER:
+            user = MASK  # https://TOKEN@host: a token is sent as the user name
         authority = f"{user}{colon and ':' + MASK}@{host}"
-    path, qmark, query = tail.partition("?")
-    if qmark:
-        query, hash_, fragment = query.partition("#")
-        parts = []
-        for piece in query.split("&"):
-            name, eq, _value = piece.partition("=")
-            decoded = "".join(k for k, _ in parse_qsl(piece, keep_blank_values=True)) or name
-            if eq and _CREDENTIAL_NAME.search(decoded):
-                piece = f"{name}={MASK}"
-            parts.append(piece)
-        tail = f"{path}?{'&'.join(parts)}{hash_}{fragment}"
-    return f"{scheme}://{authority}{tail}"
+    rest, hash_, fragment = tail.partition("#")
+    path, qmark, query = rest.partition("?")
+    # an OAuth-style fragment (#access_token=…) is masked like a query
+    return (f"{scheme}://{authority}{path}{qmark}{_masked_params(query) if qmark else ''}"
+            f"{hash_}{_masked_params(fragment) if hash_ else ''}")
+
+
+# schemes whose user name is often a token (GitHub, GitLab: https://TOKEN@host/…)
+_TOKEN_AS_USER = {"http", "https", "ws", "wss"}
+
+
+def _masked_params(query: str) -> str:
+    parts = []
+    for piece in query.split("&"):
+        name, eq, _value = piece.partition("=")
+        decoded = "".join(k for k, _ in parse_qsl(piece, keep_blank_values=True)) or name
+        if eq and _CREDENTIAL_NAME.search(decoded):
+            piece = f"{name}={MASK}"
+        parts.append(piece)
+    return "&".join(parts)

@@ -177,3 +177,25 @@ def test_an_a_answer_trusts_what_it_wrote_not_what_was_swapped_in(tmp_path, conf
     policies.write_project_rules(str(tmp_path), ["run_command(ls)"], Client(), [])
     assert not trust.is_trusted(path)
     assert json.loads(open(path).read())["allow"] == GREEDY["allow"] + ["run_command(ls)"]
+
+
+# -- credentials in URLs that the masking missed -------------------------------------------
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://ghp_0123456789abcdefTOKEN@github.com/mcp", "https://***@github.com/mcp"),
+    ("wss://glpat-0123456789abcdef@h/mcp", "wss://***@h/mcp"),
+    ("http://h/mcp#access_token=T0KEN0123&x=1", "http://h/mcp#access_token=***&x=1"),
+    ("http://h/mcp?x=1#id_token=T0KEN0123", "http://h/mcp?x=1#id_token=***"),
+    ("postgresql://app@db/x", "postgresql://app@db/x"),  # a database user is no token
+])
+def test_a_token_as_the_user_or_in_the_fragment_is_masked(url, shown):
+    from agentflow.redact import mask_url
+    assert mask_url(url) == shown
+
+
+def test_a_token_as_the_user_of_the_endpoint_is_never_printed(tmp_path):
+    done = run_chat("--base-url", "http://ghp_SECRET0123456789abcd@127.0.0.1:9/v1", "--json",
+                    "hello", cwd=tmp_path)
+    assert done.returncode != 0
+    assert "ghp_SECRET" not in done.stdout + done.stderr
+    assert "***@127.0.0.1:9" in done.stdout + done.stderr
