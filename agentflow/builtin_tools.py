@@ -25,12 +25,22 @@ from __future__ import annotations
 import difflib
 import os
 
-from . import commands
+from . import commands, redact
 from .sandbox import Sandbox
 from .tools import ApprovalRequiredTool, FunctionTool, Tool
 from .workspace import SECRET_FILES, Workspace
 
 BUILTIN_NAMES = ("run_command", "read_file", "list_dir", "write_file")
+
+
+def _without_secrets(text: str, names) -> str:
+    """``text`` without the values of the variables commands do not get (the API key,
+    SPEC R26): a command that reads agentflow's own environment (``/proc/PID/environ``
+    outside the sandbox) or a file holding the key must not hand it to the model, which
+    could send it anywhere."""
+    for name in names:
+        text = redact.scrub(text, os.environ.get(name))
+    return text
 
 
 def _cap(data: bytes, limit: int, total: int | None = None, what: str = "output cap") -> str:
@@ -125,9 +135,10 @@ class RunCommand(_Builtin):
         status, output = commands.run(argv, self.space.root, self.timeout, self.secret_env,
                                       self.on_output)
         if status is None:
-            return (f"timed out after {self.timeout:g} s (killed)\n"
-                    + _cap(output, self.output_cap))
-        return f"exit status {status}\n" + _cap(output, self.output_cap)
+            return _without_secrets(f"timed out after {self.timeout:g} s (killed)\n"
+                                    + _cap(output, self.output_cap), self.secret_env)
+        return _without_secrets(f"exit status {status}\n" + _cap(output, self.output_cap),
+                                self.secret_env)
 
     def _asks(self, arguments: dict) -> bool | str:
         return (self.allow_refusal(arguments) or not self.sandbox.auto_allow
@@ -206,7 +217,8 @@ class ReadFile(_Builtin):
         with os.fdopen(self._open(path, os.O_RDONLY), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             data = handle.read(self.read_cap)
-        return _cap(data, self.read_cap, max(size, len(data)), "read cap")
+        return _without_secrets(_cap(data, self.read_cap, max(size, len(data)), "read cap"),
+                                self.space.secret_env)
 
 
 class ListDir(_Builtin):
@@ -395,6 +407,7 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         SandboxError: the sandbox is required and ``bwrap`` cannot start here.
     """
     space = Workspace(workspace, secret_files)
+    space.secret_env = tuple(secret_env)  # read_file's results are scrubbed of them too
     made = {"run_command": lambda: RunCommand(space, command_timeout, output_cap, sandbox,
                                               secret_env),
             "read_file": lambda: ReadFile(space, read_cap),

@@ -92,6 +92,8 @@ class Workspace:
     def __init__(self, root=None, secret_files=SECRET_FILES):
         self.root = os.path.realpath(os.fspath(root) if root is not None else os.getcwd())
         self.secret_files = tuple(secret_files)
+        # variables whose values the tools' results never carry (builtin_tools, R26)
+        self.secret_env: tuple = ("OPENAI_API_KEY",)
         # path argument -> resolved path, for each path judged no concern at the gate:
         # what the tool may open without asking (``open``)
         self._judged_safe: dict[str, str] = {}

@@ -199,3 +199,29 @@ def test_a_token_as_the_user_of_the_endpoint_is_never_printed(tmp_path):
     assert done.returncode != 0
     assert "ghp_SECRET" not in done.stdout + done.stderr
     assert "***@127.0.0.1:9" in done.stdout + done.stderr
+
+
+# -- the API key coming back in a tool's result ----------------------------------------------
+
+@pytest.mark.parametrize("tool, arguments", [
+    ("run_command", {"command": "cat notes.txt"}),
+    ("read_file", {"path": "notes.txt"}),
+])
+def test_the_key_never_comes_back_in_a_result(tool, arguments, server, tmp_path):  # noqa: F811
+    """A file holding the key (or, outside the sandbox, ``/proc/<agentflow>/environ``):
+    its text went to the model, which could then send the key anywhere, to --json and
+    to the saved session. The key's variable is left out of commands' environment and
+    its value out of every built-in tool's result."""
+    from helpers_cli import KEY
+    (tmp_path / "notes.txt").write_text(f"deploy with {KEY} tomorrow\n")
+    server.queue(calls_reply(("call_1", tool, arguments)))
+    server.queue(chat_stream("ok"))
+    done = run_chat("--base-url", server.base_url, "--json", "--approve-all", "--sandbox",
+                    "off", "--session", "s.json", "go", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = [u["result"] for u in json_lines(done.stdout) if u["type"] == "tool_result"]
+    assert results and "deploy with ***" in results[0]
+    sent = b"".join(r.body for r in server.requests)
+    for text in (done.stdout, done.stderr, (tmp_path / "s.json").read_text(),
+                 sent.decode()):
+        assert KEY[:12] not in text
