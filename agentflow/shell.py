@@ -505,6 +505,11 @@ def _bash_only_builtins(words: list[str]) -> None:
         raise UnreadableCommandLine("let (bash arithmetic)")
     if name == "alias":
         raise UnreadableCommandLine("an alias, which changes how later commands are read")
+    if name in ("declare", "typeset", "local", "export", "readonly") and any(
+            re.fullmatch(r"[-+][A-Za-z]*[inaA][A-Za-z]*", w) for w in words[1:]):
+        # x='a[$(touch F)]' after declare -i x runs the substitution (bash arithmetic)
+        raise UnreadableCommandLine(f"{name} with an integer, nameref or array attribute, "
+                                    "after which bash evaluates what is assigned")
     if name in _NAME_TAKERS and any("[" in w for w in words[1:]):
         raise UnreadableCommandLine(f"{name} with a bash array subscript (a[…]) in an argument, "
                           "which bash evaluates")

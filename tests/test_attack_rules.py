@@ -191,8 +191,12 @@ DENY_BYPASSES = [
 ]
 
 
+BASH_ARITHMETIC = "declare -i x; x='a[$(rm -rf victim)]'"  # bash evaluates what x gets
+
+
 @pytest.mark.parametrize("line", DENY_BYPASSES + ["su root -c'rm -rf victim'",
-                                                  "sh -s < script.sh"])
+                                                  "sh -s < script.sh", BASH_ARITHMETIC,
+                                                  "typeset -ai x", "local -n r=x"])
 def test_a_deny_rule_meets_the_command_whatever_road_it_takes(line):
     policy = ApprovalPolicy(deny=["run_command(rm -rf *)"], allow=["run_command"])
     found, _ = decide([policy], RUN, {"command": line})
@@ -227,3 +231,14 @@ def test_under_approve_all_the_denied_line_deletes_nothing(line, server, tmp_pat
     results = [u["result"] for u in json_lines(done.stdout) if u["type"] == "tool_result"]
     assert results and results[0].startswith("Rejected: denied by policy"), results
     assert (work / "victim").is_dir()
+
+
+def test_where_sh_is_bash_an_integer_variable_runs_what_it_is_given(tmp_path):
+    """Fedora, Arch and macOS run /bin/sh as bash: there the line deletes the folder."""
+    bash = shutil.which("bash")
+    assert bash
+    (tmp_path / "victim").mkdir()
+    subprocess.run([bash, "-c", BASH_ARITHMETIC], cwd=tmp_path, capture_output=True,
+                   timeout=60)
+    assert not (tmp_path / "victim").exists()
+    assert parse(BASH_ARITHMETIC).unreadable.startswith("declare with an integer")
