@@ -225,3 +225,25 @@ def test_the_key_never_comes_back_in_a_result(tool, arguments, server, tmp_path)
     for text in (done.stdout, done.stderr, (tmp_path / "s.json").read_text(),
                  sent.decode()):
         assert KEY[:12] not in text
+
+
+@pytest.mark.parametrize("line", [
+    "cat ~/.config/gh/hosts.yml",  # the GitHub CLI's token
+    "cat ~/.bash_history",  # passwords typed on command lines
+    "tail ~/.psql_history",
+    "cat ~/.vault-token",
+    "cat ~/.cargo/credentials.toml",
+    "cat ~/.terraform.d/credentials.tfrc.json",
+    "cat ~/.config/containers/auth.json",
+])
+def test_well_known_credential_files_are_secret(line, tmp_path, monkeypatch):
+    """Files that hold tokens in well-known places, missing from SECRET_FILES: under
+    ``cat *`` their tokens went to the model."""
+    from agentflow import ApprovalPolicy
+    from agentflow.builtin_tools import builtin_tools
+    from agentflow.policy import decide
+    monkeypatch.chdir(tmp_path)
+    run = builtin_tools(["run_command"], workspace=tmp_path)[0]
+    rule = f"run_command({line.split()[0]} *)"
+    found, note = decide([ApprovalPolicy(allow=[rule])], run, {"command": line})
+    assert found is None and "names a secret file" in note
