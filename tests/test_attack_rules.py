@@ -242,3 +242,54 @@ def test_where_sh_is_bash_an_integer_variable_runs_what_it_is_given(tmp_path):
                    timeout=60)
     assert not (tmp_path / "victim").exists()
     assert parse(BASH_ARITHMETIC).unreadable.startswith("declare with an integer")
+
+
+# -- recursive readers: a line that names a folder holding a secret file -------------------
+
+@pytest.mark.parametrize("rule, line", [
+    ("grep *", "grep -r TOKEN ."),
+    ("grep *", "grep -rn TOKEN"),  # GNU grep -r searches the current folder
+    ("grep *", "grep -rn -e TOKEN"),
+    ("grep *", "grep --recursive TOKEN ."),
+    ("rg *", "rg --hidden TOKEN"),
+    ("rg *", "rg -uu TOKEN"),
+    ("tar *", "tar czf - ."),
+    ("zip *", "zip -r - ."),
+    ("cp *", "cp -r . ../copy"),
+])
+def test_a_recursive_reader_of_a_folder_holding_a_secret_is_refused(rule, line, tmp_path,
+                                                                    monkeypatch):
+    """``grep -r TOKEN .`` names no secret file, yet sends ``.env`` to the model."""
+    work = tmp_path / "work"
+    (work / "src").mkdir(parents=True)
+    (work / ".env").write_text("TOKEN=ghp_0123456789\n")
+    (work / "src" / "a.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)  # not the workspace: the command runs in the workspace
+    run = builtin_tools(["run_command"], workspace=work)[0]
+    found, note = decide([ApprovalPolicy(allow=[f"run_command({rule})"])], run,
+                         {"command": line})
+    assert found is None and "hold a secret file (.env files)" in note
+    for allowed in ("grep -r TOKEN src", "rg TOKEN", "tar czf a.tgz src", "grep TOKEN src/a.py"):
+        rule = f"run_command({allowed.split()[0]} *)"
+        assert decide([ApprovalPolicy(allow=[rule])], run, {"command": allowed})[0], allowed
+
+
+def test_the_real_grep_sends_the_secret(tmp_path):
+    (tmp_path / ".env").write_text("TOKEN=ghp_0123456789\n")
+    done = subprocess.run(["/bin/sh", "-c", "grep -rn TOKEN"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert "ghp_0123456789" in done.stdout
+
+
+def test_a_glob_is_matched_in_the_workspace_not_in_this_processs_folder(tmp_path,
+                                                                        monkeypatch):
+    """``cat .e*`` under ``cat *`` with --workspace elsewhere: the glob's matches were
+    looked for in the current folder, so ``.env`` in the workspace was not seen."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".env").write_text("TOKEN=x\n")
+    monkeypatch.chdir(tmp_path)
+    run = builtin_tools(["run_command"], workspace=work)[0]
+    found, note = decide([ApprovalPolicy(allow=["run_command(cat *)"])], run,
+                         {"command": "cat .e*"})
+    assert found is None and "names a secret file (.env files)" in note
