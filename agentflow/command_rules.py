@@ -332,6 +332,9 @@ def used(command) -> Entry | None:
         return None
     # lower case: on a case-insensitive disk (macOS, Windows) GIT is git
     program = command.words[0].rsplit("/", 1)[-1].lower()
+    if not any(program in entry.programs for entry in TABLE):
+        # a versioned name is the same program: python3.12, perl5.36, lua5.4, gawk-5.1
+        program = re.sub(r"-?[0-9][0-9.]*\Z", "", program) or program
     args = list(command.words[1:])
     globs = {i - 1 for i in command.globs}
     if program in ("tar", "gtar") and args and not args[0].startswith("-"):

@@ -44,6 +44,10 @@ REFUSED = [
     ("python *", "python -bc 1"),
     ("python *", "python -OOc 1"),
     ("python *", "python -Im http.server"),
+    # a versioned name is the same program
+    ("python3.12 *", "python3.12 -c 'open(\"PWNED\", \"w\")'"),
+    ("python3.12 -m pytest *", "python3.12 -m pytest --basetemp=/tmp/x"),
+    ("perl5.36 *", "perl5.36 -e 1"),
     # awk: an abbreviated long option, -W, gawk's indirect call
     ("awk *", "awk --sourc='BEGIN{system(\"touch PWNED\")}'"),
     ("awk *", "awk -W exec prog.awk"),
