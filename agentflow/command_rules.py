@@ -22,8 +22,11 @@ whole word. A word holding an unquoted glob counts as any option it could expand
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+
+from . import paths
 
 RUNS, WRITES, READS = ("runs another program", "writes a file the line does not name",
                        "reads a file the line does not name")
@@ -619,3 +622,80 @@ _CHECKS = {"sed-script": _sed_script, "awk-program": _awk_program,
            "sets-variables": _sets_variables, "unzip-writes": _unzip_writes,
            "uniq-output": _uniq_output, "jq-program": _jq_program,
            "ps-environment": _ps_environment, "no-operand": _no_operand}
+
+
+# Programs that read every file below the folders they name (grep -r, rg, tar c, cp -r):
+# ``grep -r KEY .`` names no secret file yet sends ``.env`` to the model. The value:
+# the options that make it recursive (``None``: always), and whether it skips hidden
+# names unless told (rg, ag: ``--hidden``, ``-u``).
+_RECURSIVE = {"grep": (r"-[A-Za-z]*[rR][A-Za-z]*|--recursive|--dereference-recursive|"
+                       r"-d\s*recurse|--directories=recurse", False),
+              "egrep": None, "fgrep": None, "rgrep": (None, False),
+              "rg": (None, True), "ag": (None, True), "ack": (None, False),
+              "tar": (r"--create|-[A-Za-z]*c[A-Za-z]*", False), "zip": (r"-[A-Za-z]*r[A-Za-z]*|--recurse-paths", False),
+              "cp": (r"-[A-Za-z]*[rRa][A-Za-z]*|--recursive|--archive", False),
+              "rsync": (r"-[A-Za-z]*[ra][A-Za-z]*|--recursive|--archive", False)}
+_RECURSIVE["egrep"] = _RECURSIVE["fgrep"] = _RECURSIVE["grep"]
+_WALK_LIMIT = 20_000  # entries looked at; past it the walk counts as reaching a secret
+
+
+def walks_into_secret(command, root: str, secret) -> str | None:
+    """Whether a recursive reader (``grep -r``, ``rg``, ``tar c``, ``cp -r`` …) reads a
+    secret file below a folder it names, or below ``root`` when a search names none
+    (SPEC R19 addendum: no wildcard rule allows reading a secret file).
+
+    Args:
+        command: a ``shell.Command``.
+        root: the folder it runs in (str, absolute).
+        secret: ``(path) -> kind or None``, the workspace's secret-file check.
+
+    Returns:
+        str | None: the kind of the first secret file found (or why the walk gave up),
+        ``None`` when there is none or the command reads no folder.
+    """
+    if not command.words:
+        return None
+    program = command.words[0].rsplit("/", 1)[-1]
+    known = _RECURSIVE.get(program)
+    if known is None:
+        return None
+    options, skips_hidden = known
+    args = command.words[1:]
+    if program == "tar" and args and not args[0].startswith("-"):
+        args = ["-" + args[0], *args[1:]]  # tar's old style: czf is -czf
+    if options is not None and not any(re.fullmatch(options, a) for a in args):
+        return None
+    if skips_hidden and any(a in ("--hidden", "-.", "--no-ignore") or re.fullmatch(
+            r"-[A-Za-z]*u[A-Za-z]*", a) for a in args):
+        skips_hidden = False
+    operands = [w for w in args if not w.startswith("-")]
+    searcher = program in ("grep", "egrep", "fgrep", "rgrep", "rg", "ag", "ack")
+    if searcher and not any(
+            re.fullmatch(r"-[A-Za-z]*[ef][A-Za-z]*|--regexp(=.*)?|--file(=.*)?", a)
+            for a in args):
+        operands = operands[1:]  # the first is the pattern
+    folders, named = [], False
+    for word in operands:
+        try:
+            path = paths.resolve(word, root)
+        except (ValueError, OSError):
+            continue
+        named = named or os.path.exists(path)
+        if os.path.isdir(path):
+            folders.append(path)
+    if searcher and not named:  # no file or folder named: it searches the current one
+        folders = [root]
+    seen = 0
+    for folder in folders:
+        for here, dirs, files in os.walk(folder):
+            if skips_hidden:
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                files = [f for f in files if not f.startswith(".")]
+            for name in files + dirs:
+                seen += 1
+                if seen > _WALK_LIMIT:
+                    return f"more than {_WALK_LIMIT} entries to look through"
+                kind = secret(os.path.join(here, name))
+                if kind is not None:
+                    return kind
+    return None

@@ -468,11 +468,15 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
             for rule in layer.rules(effect):
                 if rule.tool == name and subject.hits(rule):
                     return Verdict(effect, (str(rule),), (layer.name,)), ""
-        # never fail open: a line not read fully meets the tool's first rule (addendum)
-        first = subject.unreadable and next(((r, l) for l in layers for r in l.rules(effect)
-                                             if r.tool == name), None)
+        # never fail open: a line not read fully, or a subject no pattern can read (a
+        # path given as a number, a list holding an object), meets the tool's first
+        # rule (addendum)
+        unclear = subject.unreadable or (subject.opaque if arguments is not None else None)
+        first = unclear and next(((r, l) for l in layers for r in l.rules(effect)
+                                  if r.tool == name), None)
         if first:
-            why = f"{first[0]}; the line could not be read fully: {subject.unreadable}"
+            why = (f"{first[0]}; the line could not be read fully: {unclear}"
+                   if subject.unreadable else f"{first[0]}; it could not be read: {unclear}")
             return Verdict(effect, (why,), (first[1].name,)), ""
     refusal = getattr(tool, "allow_refusal", None)  # e.g. a call leaving the sandbox
     refused = refusal(arguments) if refusal is not None else None
@@ -624,7 +628,8 @@ class _Subject:
             kind = _names_secret(command, folder, secrets)
             if kind is not None:
                 return f"names a secret file ({kind})"
-            kind = _walks_into_secret(command, folder, secrets)
+            kind = command_rules.walks_into_secret(
+                command, folder, lambda path, root=folder: _secret(path, root, secrets))
             if kind is not None:
                 return f"reads the folders it names, which hold a secret file ({kind})"
         return None
@@ -691,72 +696,6 @@ def _named_in(word: str) -> list[str]:
     found += [word[i + 1:] for i, c in enumerate(word) if c in "=:@<,"]
     found += [unquote(w) for w in found if "%" in w]
     return found
-
-
-# Programs that read every file below the folders they name (grep -r, rg, tar c, cp -r):
-# ``grep -r KEY .`` names no secret file yet sends ``.env`` to the model. The value:
-# the options that make it recursive (``None``: always), and whether it skips hidden
-# names unless told (rg, ag: ``--hidden``, ``-u``).
-_RECURSIVE = {"grep": (r"-[A-Za-z]*[rR][A-Za-z]*|--recursive|--dereference-recursive|"
-                       r"-d\s*recurse|--directories=recurse", False),
-              "egrep": None, "fgrep": None, "rgrep": (None, False),
-              "rg": (None, True), "ag": (None, True), "ack": (None, False),
-              "tar": (r"--create|-[A-Za-z]*c[A-Za-z]*", False), "zip": (r"-[A-Za-z]*r[A-Za-z]*|--recurse-paths", False),
-              "cp": (r"-[A-Za-z]*[rRa][A-Za-z]*|--recursive|--archive", False),
-              "rsync": (r"-[A-Za-z]*[ra][A-Za-z]*|--recursive|--archive", False)}
-_RECURSIVE["egrep"] = _RECURSIVE["fgrep"] = _RECURSIVE["grep"]
-_WALK_LIMIT = 20_000  # entries looked at; past it the walk counts as reaching a secret
-
-
-def _walks_into_secret(command: shell.Command, root: str, secret_files) -> str | None:
-    """The kind of a secret file below a folder a recursive reader names (or below
-    ``.`` when it names none), ``None`` when there is none."""
-    if not command.words:
-        return None
-    program = command.words[0].rsplit("/", 1)[-1]
-    known = _RECURSIVE.get(program)
-    if known is None:
-        return None
-    options, skips_hidden = known
-    args = command.words[1:]
-    if program == "tar" and args and not args[0].startswith("-"):
-        args = ["-" + args[0], *args[1:]]  # tar's old style: czf is -czf
-    if options is not None and not any(re.fullmatch(options, a) for a in args):
-        return None
-    if skips_hidden and any(a in ("--hidden", "-.", "--no-ignore") or re.fullmatch(
-            r"-[A-Za-z]*u[A-Za-z]*", a) for a in args):
-        skips_hidden = False
-    operands = [w for w in args if not w.startswith("-")]
-    searcher = program in ("grep", "egrep", "fgrep", "rgrep", "rg", "ag", "ack")
-    if searcher and not any(
-            re.fullmatch(r"-[A-Za-z]*[ef][A-Za-z]*|--regexp(=.*)?|--file(=.*)?", a)
-            for a in args):
-        operands = operands[1:]  # the first is the pattern
-    folders, named = [], False
-    for word in operands:
-        try:
-            path = paths.resolve(word, root)
-        except (ValueError, OSError):
-            continue
-        named = named or os.path.exists(path)
-        if os.path.isdir(path):
-            folders.append(path)
-    if searcher and not named:  # no file or folder named: it searches the current one
-        folders = [root]
-    seen = 0
-    for folder in folders:
-        for here, dirs, files in os.walk(folder):
-            if skips_hidden:
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                files = [f for f in files if not f.startswith(".")]
-            for name in files + dirs:
-                seen += 1
-                if seen > _WALK_LIMIT:
-                    return f"more than {_WALK_LIMIT} entries to look through"
-                kind = _secret(os.path.join(here, name), root, secret_files)
-                if kind is not None:
-                    return kind
-    return None
 
 
 def _root(tool) -> str:

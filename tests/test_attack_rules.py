@@ -297,3 +297,14 @@ def test_a_glob_is_matched_in_the_workspace_not_in_this_processs_folder(tmp_path
     found, note = decide([ApprovalPolicy(allow=["run_command(cat *)"])], run,
                          {"command": "cat .e*"})
     assert found is None and "names a secret file (.env files)" in note
+
+
+@pytest.mark.parametrize("arguments", [{"path": 5}, {"path": [".env", 1]}, {"other": ".env"}])
+def test_a_deny_pattern_holds_when_the_subject_cannot_be_read(arguments):
+    """Deny never fails open: a path given as a number or a list holding a non-string
+    (an MCP server may read it all the same) matched no deny pattern, and a rule naming
+    the whole tool then allowed it."""
+    read = builtin_tools(["read_file"])[0]
+    policy = ApprovalPolicy(deny=["read_file(**/.env)"], allow=["read_file"])
+    found, _ = decide([policy], read, arguments)
+    assert found.effect == "deny" and found.rule.startswith("read_file(**/.env); it could")
