@@ -80,8 +80,9 @@ TABLE = (
     Entry(("git",), RUNS, "git(1) OPTIONS -c, --config-env; git-config(1) core.fsmonitor, "
           "core.pager, alias.*; CVE-2022-24765", options=("-c", "--config-env"),
           before_sub=True),
-    Entry(("git",), RUNS, "git(1) OPTIONS --exec-path", options=("--exec-path",),
-          before_sub=True),
+    Entry(("git",), RUNS, "git(1) OPTIONS --exec-path; --git-dir (a repository whose "
+          "config the line does not show: core.fsmonitor, aliases run programs)",
+          options=("--exec-path", "--git-dir"), before_sub=True),
     Entry(("git",), RUNS, "git-config(1): alias.* and core.* settings run programs later",
           sub=("config",)),
     Entry(("git",), RUNS, "git-grep(1) -O/--open-files-in-pager",

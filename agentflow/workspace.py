@@ -99,6 +99,7 @@ SECRET_FILES = (
     ("/**/.git/config", "git settings (core.fsmonitor, aliases … run programs; remote "
      "URLs may hold tokens)"),
     ("/**/.git/hooks/**", "git hooks (programs git commands run)"),
+    ("/**/.git", "a git folder or gitdir file (it decides which git settings apply)"),
 )
 
 

@@ -39,6 +39,7 @@ REFUSED = [
     ("git *", "git archive --output=PWNED HEAD"),
     ("git *", "git bundle create PWNED HEAD"),
     ("git *", "git hook run pre-commit"),
+    ("git *", "git --git-dir=evil status"),  # evil/config: core.fsmonitor runs
     # a cluster of flags ending in the letter that takes the code
     ("python *", "python3 -Ic 'open(\"PWNED\", \"w\")'"),
     ("python *", "python -bc 1"),

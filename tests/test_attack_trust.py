@@ -75,6 +75,7 @@ def test_a_grant_this_users_agentflow_recorded_still_applies(server, tmp_path):
     ("tee *", "tee .git/hooks/pre-commit"),  # git runs it at the next commit
     ("cp *", "cp evil .git/config"),  # core.fsmonitor runs at the next git status
     ("cat *", "cat .git/config"),  # remote URLs hold tokens
+    ("tee *", "tee sub/.git"),  # "gitdir: ../evil": git in sub uses evil's settings
 ])
 def test_no_wildcard_rule_touches_what_decides_what_runs(rule, line, tmp_path, monkeypatch):
     from agentflow import ApprovalPolicy
@@ -88,7 +89,7 @@ def test_no_wildcard_rule_touches_what_decides_what_runs(rule, line, tmp_path, m
 
 
 @pytest.mark.parametrize("path", [".agentflow/policy.json", ".git/hooks/pre-commit",
-                                  ".git/config"])
+                                  ".git/config", "sub/.git"])
 def test_write_file_wildcard_does_not_write_them(path, tmp_path):
     from agentflow import ApprovalPolicy
     from agentflow.builtin_tools import builtin_tools
