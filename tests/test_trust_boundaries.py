@@ -179,3 +179,21 @@ def test_the_api_key_never_reaches_the_output_when_the_server_echoes_it(tmp_path
     assert done.returncode == 1
     for text in (done.stdout, done.stderr):
         assert KEY[:12] not in text and KEY[-12:] not in text
+
+
+def test_live_command_output_holds_no_part_of_the_key(tmp_path, monkeypatch):
+    """What a person watches while a command runs (``RunCommand.on_output``, the
+    chat's live lines) is scrubbed of the key as the model's result is (SPEC R26): a
+    file holding the key, printed by an approved ``cat``."""
+    from agentflow.builtin_tools import RunCommand
+    from agentflow.workspace import Workspace
+    monkeypatch.setenv("AGENTFLOW_TEST_KEY", KEY)
+    (tmp_path / "leak.txt").write_text(f"token={KEY}\n")
+    tool = RunCommand(Workspace(tmp_path), secret_env=("AGENTFLOW_TEST_KEY",))
+    seen = []
+    tool.on_output = seen.append
+    result = tool.invoke({"command": "cat leak.txt"})
+    shown = b"".join(seen).decode()
+    assert shown.startswith("token=") and "***" in shown
+    for text in (shown, result):
+        assert KEY[:12] not in text and KEY[-12:] not in text
