@@ -16,6 +16,7 @@ requests are reported from the output.
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from importlib.metadata import version
 
 from conformance.adapters.common import Peer, error_kind, rejection_text, serve, tool_body
@@ -97,7 +98,12 @@ class PydanticAI(Peer):
         self.messages: list = []
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
                 "derives": ["tool_call_end", "finish"],
-                "configured": ["rejection text: ToolDenied(message=...)"],
+                "configured": ["rejection text: ToolDenied(message=...)",
+                               "call order: Agent.parallel_tool_call_execution_mode"
+                               "('sequential')",
+                               "max_rounds: UsageLimits(request_limit=...); "
+                               "UsageLimitExceeded is the max_rounds finish, with the "
+                               "messages of capture_run_messages()"],
                 "cannot": {
                     "duplicate_approvals": "DeferredToolResults.approvals is a dict keyed "
                                            "by call id: one answer per call",
@@ -112,12 +118,13 @@ class PydanticAI(Peer):
             ModelMessagesTypeAdapter.dump_json(self.messages))
 
     async def run(self, message: dict, emit) -> dict:
-        from pydantic_ai import (AgentRunResultEvent, DeferredToolRequests,
+        from pydantic_ai import (AgentRunResultEvent, capture_run_messages, DeferredToolRequests,
                                  DeferredToolResults, FunctionToolResultEvent,
                                  PartDeltaEvent, PartEndEvent, PartStartEvent, TextPart,
                                  TextPartDelta, ThinkingPart, ThinkingPartDelta, ToolCallPart,
                                  ToolCallPartDelta, ToolDenied)
         from pydantic_ai.messages import ModelRequest, UserPromptPart
+        from pydantic_ai.exceptions import UsageLimitExceeded
         from pydantic_ai.usage import UsageLimits
         del self.executions[:]
         if message.get("reload_session"):
@@ -142,6 +149,10 @@ class PydanticAI(Peer):
                 emit({"type": "tool_call_end", "call_id": call_id})
             open_calls.clear()
 
+        modes = ExitStack()
+        captured = modes.enter_context(capture_run_messages())
+        # SPEC R2/R4 run calls in call order; pydantic_ai's default runs them in parallel
+        modes.enter_context(self.agent.parallel_tool_call_execution_mode("sequential"))
         try:
             async with self.agent.run_stream_events(
                     prompts[-1] if prompts else None, message_history=history or None,
@@ -200,9 +211,15 @@ class PydanticAI(Peer):
                   "finish_reason": "awaiting_approval" if requests else (
                       reason if reason in ("length", "content_filter") else "stop")})
             self.messages = output.all_messages()
+        except UsageLimitExceeded:  # its request limit: the max_rounds finish (README)
+            close_calls()
+            emit({"type": "finish", "finish_reason": "max_rounds", "usage": None})
+            self.messages = list(captured)
         except Exception as exc:
             error = {"kind": _kind(exc, refused=not emitted and not self.executions),
                      "message": f"{type(exc).__name__}: {exc}"}
+        finally:
+            modes.close()
         return {"type": "end", "error": error, "history": to_openai(self.messages),
                 "executions": list(self.executions)}
 
