@@ -48,59 +48,323 @@ def rule_broken(case_id: str, rules, detail: str) -> str:
     if "expected ApprovalError, got no error" in first:
         return "R11"
     if case_id.startswith("012") and "was not expected" in first:
-        return "R12"  # the answered call ran again
+        # the answered call ran again only if the turn shows an execution
+        ran = any(line.lstrip().startswith(("executions", "also: executions"))
+                  and "unexpected" in line for line in detail.splitlines())
+        return "R12" if ran else "R11"
     return rules[0] if rules else "?"
 
 
+# The pinned versions the line numbers below were read from (requirements.txt, package.json)
+MAF, MAF_OPENAI = "agent-framework-core 1.23.0", "agent-framework-openai 1.17.0"
+OAI_AGENTS, OPENAI = "openai-agents 0.24.0", "openai 3.57.0"
+PYD = "pydantic-ai-slim 2.68.0"
+AI, AI_OPENAI = "ai 6.0.325", "@ai-sdk/openai 3.0.141"
+LC, LC_OPENAI, LC_CORE = "langchain 1.5.2", "langchain-openai 1.7.4", "langchain-core 1.8.3"
+
+# The openai client under three of the peers: the stream's own reading of SSE (SPEC §6, §7)
+_OPENAI_NO_DONE = (f"openai/_streaming.py:170-190 ({OPENAI}): the stream ends when the body "
+                   "ends; only `[DONE]` is looked for, a body cut before any finish reason "
+                   "raises nothing, so the turn is taken as complete")
+_OPENAI_BOM = (f"openai/_streaming.py:365 ({OPENAI}): lines are decoded with `utf-8`, not "
+               "`utf-8-sig`, so the leading BOM makes the first field `\\ufeffdata`, an "
+               "unknown field: the first event (the reasoning's first delta) is dropped")
+
 EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
     ("Microsoft Agent Framework", "R7"):
-        "agent_framework/_tools.py: a rejected call's result is the fixed text "
+        f"agent_framework/_tools.py:4580 ({MAF}): a rejected call's result is the fixed text "
         "`\"Error: Tool call invocation was rejected by user.\"`; no parameter sets it",
     ("Microsoft Agent Framework", "R13 (error text)"):
-        "agent_framework/_tools.py: `message = \"Error: Function failed.\"`, with "
-        "`include_detailed_errors` only ` Exception: <message>` appended (no type name)",
+        f"agent_framework/_tools.py:2016-2017 ({MAF}): `message = \"Error: Function failed.\"`, "
+        "with `include_detailed_errors` only ` Exception: <message>` appended (no type name)",
+    ("Microsoft Agent Framework", "R5"):
+        f"agent_framework/_tools.py:2717-2727 ({MAF}): with a session, a sibling that needs no "
+        "approval is stored as an \"already approved\" request, and _tools.py:3420-3425 "
+        "releases it with `approved=True` when the batch resumes: it runs instead of being "
+        "rejected",
+    ("Microsoft Agent Framework", "R4"):
+        f"agent_framework/_tools.py:3396-3405 ({MAF}) `_stage_approval_batch_responses`: a "
+        "batch is released \"only when every decision is present\"; a call without an "
+        "answer is asked again (`waiting_requests`) instead of rejected",
+    ("Microsoft Agent Framework", "R11"):
+        f"agent_framework/_tools.py:3198-3246 ({MAF}) `_drop_unrecorded_local_approval_"
+        "responses`: an answer no pending request can authorize is dropped silently and the "
+        "run goes on; of several answers for one id \"only the first is eligible\" "
+        "(3217-3220, 3385); no error is raised for either",
+    ("Microsoft Agent Framework", "R14"):
+        f"agent_framework/_tools.py:2228 ({MAF}): an unknown tool's result is the fixed "
+        "`Error: Requested function \"<name>\" not found.` (`terminate_on_unknown_calls` only "
+        "raises instead); no parameter sets the text",
+    ("Microsoft Agent Framework", "R8"):
+        f"agent_framework/_tools.py:6245-6250 ({MAF}): when `max_iterations` is used up the "
+        "loop makes one more model call with `tool_choice=\"none\"` (\"Requesting final "
+        "response without tools\") instead of ending with a max-rounds signal",
+    ("Microsoft Agent Framework", "R6"):
+        f"agent_framework/_tools.py:4440 ({MAF}) `_replace_approval_contents_with_results` "
+        "turns the approval responses into results where they stand in the input; the new "
+        "user message given in the same run stays before them, between the tool-call message "
+        "and its results",
+    ("Microsoft Agent Framework", "R10"):
+        f"agent_framework (_agents.py, {MAF}): the session's history is written when the run "
+        "completes; a run that fails writes nothing, so executed tools' results are lost "
+        "(026, 035); a cut stream is not detected by the openai client: " + _OPENAI_NO_DONE,
+    ("Microsoft Agent Framework", "SPEC §6"):
+        f"agent_framework_openai/_chat_completion_client.py:968 ({MAF_OPENAI}): the stock "
+        "client reads only `reasoning_details`, never `reasoning_content`; lines 170-178 "
+        "document a user-supplied parser as the way to read other reasoning fields or list "
+        "`content`",
     ("OpenAI Agents SDK", "R14"):
-        "agents/exceptions.py `ModelBehaviorError`: \"calling a tool that doesn't exist\" "
-        "raises; the run ends instead of answering the call",
+        f"agents/models/chatcmpl_stream_handler.py:1212-1216 ({OAI_AGENTS}): a `length` "
+        "finish raises only when the turn has no text and no function calls; calls cut off "
+        "by `length` are executed",
+    ("OpenAI Agents SDK", "R3"):
+        f"agents/run_internal/tool_planning.py:806-834 ({OAI_AGENTS}): each call's "
+        "`needs_approval` is decided alone; a call that needs none is run in the same step "
+        "while its sibling waits for approval (interruptions are per call)",
+    ("OpenAI Agents SDK", "R5"):
+        f"agents/run_internal/tool_planning.py:806-834 ({OAI_AGENTS}): a call that needs no "
+        "approval runs at the pause, next to the interruption of its sibling",
+    ("OpenAI Agents SDK", "R4"):
+        f"agents/run_internal/tool_planning.py:153 ({OAI_AGENTS}): a call whose approval "
+        "status is `None` (no answer) becomes a `ToolApprovalItem` interruption again; "
+        "nothing rejects an unanswered call",
+    ("OpenAI Agents SDK", "R11"):
+        f"agents/run_state.py:1380-1410 ({OAI_AGENTS}) `approve`/`reject` record a decision "
+        "per tool name and call id (run_context.py:483-511 creates the record for any key) "
+        "without checking it against the pending interruptions: unknown, repeated and "
+        "answered ids are accepted and the run goes on",
+    ("OpenAI Agents SDK", "R13"):
+        f"agents ({OAI_AGENTS}): `failure_error_function` formats each failure; nothing counts "
+        "consecutive failing rounds or switches `tool_choice` to `none` (ModelSettings."
+        "tool_choice is fixed per run, `reset_tool_choice` only resets after a tool call)",
+    ("OpenAI Agents SDK", "R10"):
+        "the documented loop keeps `result.to_input_list()` of a finished run only; a run "
+        "that raises returns no items, so a later failure loses executed results (026, "
+        "035); " + _OPENAI_NO_DONE + " (027)",
+    ("OpenAI Agents SDK", "R9"):
+        f"agents/models/chatcmpl_stream_handler.py:690-691, 1140-1145 ({OAI_AGENTS}): "
+        "`content_filter` is only used to synthesize a refusal when the turn emitted nothing; "
+        "a turn with text completes as an ordinary response and the run result carries no "
+        "finish reason",
     ("Pydantic AI", "R13 (error text)"):
-        "a tool exception propagates out of the run (pydantic_ai tools: only `ModelRetry` "
-        "is returned to the model); no formatter parameter exists",
+        f"pydantic_ai/tool_manager.py:1240, 1384 ({PYD}): only `ModelRetry` is returned to "
+        "the model; any other tool exception propagates out of the run; no formatter "
+        "parameter exists",
+    ("Pydantic AI", "R13"):
+        f"pydantic_ai/tool_manager.py:1240, 1384 ({PYD}): only `ModelRetry` is returned to "
+        "the model; any other tool exception propagates out of the run, and no parameter "
+        "makes it a result",
+    ("Pydantic AI", "R3"):
+        f"pydantic_ai/_tool_execution.py:420-421 ({PYD}): only deferred (`unapproved`) calls "
+        "are collected and wait; the other calls of the step are executed at once",
+    ("Pydantic AI", "R5"):
+        f"pydantic_ai/_tool_execution.py:420-421 ({PYD}): a call that needs no approval is "
+        "executed in the step that pauses its sibling",
+    ("Pydantic AI", "R4"):
+        f"pydantic_ai/_tool_execution.py:548-553 ({PYD}): \"Tool call results need to be "
+        "provided for all deferred tool calls\": a call without an answer is an error, not a "
+        "rejection",
+    ("Pydantic AI", "R14"):
+        f"pydantic_ai/tool_manager.py:825 ({PYD}): an unknown tool gets `Unknown tool name: "
+        "'<name>'. Available tools: ...` as a retry prompt; no parameter sets the text",
+    ("Pydantic AI", "R10"):
+        "the documented loop (Pydantic AI docs, \"Messages and chat history\") passes "
+        "`result.all_messages()` of a finished run as the next `message_history`; a run that "
+        "raises returns none, so executed results are lost (026, 035); " + _OPENAI_NO_DONE +
+        " (027)",
+    ("Pydantic AI", "SPEC §6"):
+        f"pydantic_ai/models/openai/_chat_completions.py:27-39 ({PYD}) `split_content_parts` "
+        "joins the text parts of list `content` and keeps the others (a `thinking` part) as "
+        "unmapped data, not reasoning",
     ("Vercel AI SDK", "R12"):
         "ai/src/generate-text/collect-tool-approvals.ts: an approval response is skipped "
         "only when its call has a `tool-result` in the **last** message "
         "(`for (const part of lastMessage.content)`), so a response re-sent after the result "
         "was stored runs the call again (`rm -rf /` ran twice)",
     ("Vercel AI SDK", "R7"):
-        "@ai-sdk/openai convert-to-openai-chat-messages: a denied call's content is "
-        "`output.reason ?? \"Tool call execution denied.\"`; no parameter sets the text",
+        f"@ai-sdk/openai src/chat/convert-to-openai-chat-messages.ts:321 ({AI_OPENAI}): a "
+        "denied call's content is `output.reason ?? \"Tool call execution denied.\"`; no "
+        "parameter sets the text",
     ("Vercel AI SDK", "R13 (error text)"):
         "ai createToolModelOutput: a tool error is `getErrorMessage(error)`, the bare "
         "`error.message` (@ai-sdk/provider getErrorMessage)",
     ("Vercel AI SDK", "R4"):
-        "ai/src/generate-text/collect-tool-approvals.ts reads answers only from the last "
-        "message; a call without an answer stays without a result and the prompt "
-        "conversion raises `AI_MissingToolResultsError`",
+        f"ai/src/generate-text/collect-tool-approvals.ts:30-32, 68 ({AI}) reads answers only "
+        "from the last message; a call without an answer stays without a result and the "
+        "prompt conversion raises `AI_MissingToolResultsError`",
     ("Vercel AI SDK", "R6"):
-        "collect-tool-approvals.ts returns no approvals unless `messages.at(-1).role == "
-        "\"tool\"`: input after the answers hides them (`AI_MissingToolResultsError`)",
+        f"collect-tool-approvals.ts:30-32 ({AI}) returns no approvals unless "
+        "`messages.at(-1).role == \"tool\"`: input after the answers hides them "
+        "(`AI_MissingToolResultsError`)",
+    ("Vercel AI SDK", "R3"):
+        f"ai/src/generate-text/is-approval-needed.ts ({AI}): `needsApproval` is decided per "
+        "call; calls that need none are executed in the same step while the others wait for "
+        "their `tool-approval-response`",
+    ("Vercel AI SDK", "R5"):
+        f"ai/src/generate-text/is-approval-needed.ts ({AI}): a call that needs no approval "
+        "runs in the step that pauses its sibling",
+    ("Vercel AI SDK", "R11"):
+        f"ai/src/generate-text/collect-tool-approvals.ts:78 ({AI}): the approval responses of "
+        "the last message are collected as they are, one per part, with no check for an id "
+        "given twice; the first runs, and the prompt conversion then raises "
+        "`AI_MissingToolResultsError` after `rm -rf /` already ran",
+    ("Vercel AI SDK", "R14"):
+        f"ai/src/error/no-such-tool-error.ts:16 ({AI}): an unknown tool's result is `Model "
+        "tried to call unavailable tool '<name>'. Available tools: ...`; no parameter sets "
+        "the text (`experimental_repairToolCall` rewrites the call, not the answer)",
+    ("Vercel AI SDK", "R10"):
+        f"the documented loop ({AI} docs, \"Chatbot message persistence\") keeps "
+        "`response.messages` of a finished `streamText`; a run that fails returns none, so "
+        "executed results are lost (026, 035); a body cut before a finish reason ends the "
+        "stream with finish reason `other`, no error (027)",
     ("LangChain (HumanInTheLoopMiddleware)", "R7"):
-        "langchain/agents/middleware/human_in_the_loop.py `_answer_message`: "
+        f"langchain/agents/middleware/human_in_the_loop.py:268-279 ({LC}) `_answer_message`: "
         "\"User rejected the tool call for `<name>` with reason: <reason>\"; a reject "
         "decision's `message` is only the reason",
     ("LangChain (HumanInTheLoopMiddleware)", "R5"):
-        "human_in_the_loop.py `after_model`: calls not in `interrupt_on` are kept "
-        "(\"This was auto-approved - keep original\") and run after the decisions",
+        f"human_in_the_loop.py:853-855 ({LC}) `after_model`: calls not in `interrupt_on` are "
+        "kept (\"This was auto-approved - keep original\") and run after the decisions",
     ("LangChain (HumanInTheLoopMiddleware)", "R11"):
-        "human_in_the_loop.py: decisions are matched by position (`decisions[decision_idx]`); "
-        "a resume with no interrupt open is not checked against anything",
+        f"human_in_the_loop.py:820-842 ({LC}): decisions are matched by position "
+        "(`decisions[decision_idx]`), checked only by count; a resume with no interrupt open "
+        "is not checked against anything",
     ("LangChain (HumanInTheLoopMiddleware)", "R10"):
         "the checkpointer saves the input with the first super-step, before the model call: "
         "a failed first call leaves the user message in the thread",
     ("LangChain (HumanInTheLoopMiddleware)", "R14"):
-        "langgraph ToolNode answers an unknown tool `Error: <name> is not a valid tool, try "
-        "one of [...]`; langchain_core/messages/ai.py builds a streamed call's arguments "
-        "with `parse_partial_json`, so cut-off JSON (`{\"text\": \"unterminated`) is "
-        "completed and run (019), and calls cut off by `length` are executed (024)",
+        "langgraph/prebuilt/tool_node.py:123 answers an unknown tool `Error: <name> is not a "
+        "valid tool, try one of [...]`; langchain_core/messages/ai.py:557 "
+        f"({LC_CORE}) builds a streamed call's arguments with `parse_partial_json`, so cut-off "
+        "JSON (`{\"text\": \"unterminated`) is completed and run (019), and calls cut off by "
+        "`length` are executed (024)",
+    ("LangChain (HumanInTheLoopMiddleware)", "R4"):
+        f"human_in_the_loop.py:861-863 ({LC}): the rejections' `ToolMessage`s are returned "
+        "right after the AI message (`[last_ai_msg, *artificial_tool_messages]`) and the "
+        "approved calls run later in the tool node, so a rejected call's result comes before "
+        "an earlier approved call's (R4: in call order)",
+    ("LangChain (HumanInTheLoopMiddleware)", "R13"):
+        f"langchain/agents/middleware/ ({LC}): no middleware counts consecutive failing "
+        "rounds or makes a last call with `tool_choice=\"none\"`; ModelCallLimitMiddleware "
+        "only stops at a count of model calls",
+    ("LangChain (HumanInTheLoopMiddleware)", "R6"):
+        "langgraph `Command(resume=..., update={\"messages\": ...})`: the update is applied "
+        "to the state before the interrupted `after_model` resumes and appends the "
+        "rejections, so the new input lands between the tool-call message and its results",
+}
+
+# (peer, case) -> evidence, where the cases under one rule have different causes
+CASE_EVIDENCE = {
+    ("Microsoft Agent Framework", "019-invalid-json-arguments"):
+        f"agent_framework/_types.py:2186-2193 ({MAF}) `parse_arguments`: arguments that are "
+        "not JSON become `{\"raw\": <text>}` and the tool is called with them",
+    ("Microsoft Agent Framework", "039-arguments-not-an-object"):
+        f"agent_framework/_types.py:2189-2191 ({MAF}) `parse_arguments`: JSON that is not an "
+        "object becomes `{\"raw\": <value>}` and the tool is called with it",
+    ("Microsoft Agent Framework", "024-length-with-tool-calls"):
+        f"agent_framework/_tools.py:4645 ({MAF}) `_extract_function_calls` takes every "
+        "function call of the response whatever its `finish_reason`: calls cut off by "
+        "`length` are executed",
+    ("Microsoft Agent Framework", "027-stream-cut"): _OPENAI_NO_DONE,
+    ("Microsoft Agent Framework", "012-already-answered"):
+        f"agent_framework/_tools.py:3209-3215 ({MAF}): an answer whose call already has a "
+        "result is \"settled\" history that \"cannot execute anything\": the call does not "
+        "run twice, but the run calls the model again instead of raising",
+    ("Microsoft Agent Framework", "036-empty-arguments-mean-empty-object"):
+        f"agent_framework_openai/_chat_completion_client.py:1072, 1345 ({MAF_OPENAI}): empty "
+        "streamed arguments are kept as `\"\"` and sent back as they are, not as `{}`",
+    ("Microsoft Agent Framework", "034-resume-counts-one-round"):
+        f"agent_framework/_tools.py:6090 ({MAF}): `max_iterations` counts the model calls of "
+        "this run only (`for attempt_idx in range(attempt_start, max_iterations)`); running "
+        "the approved calls on resume is no iteration",
+    ("OpenAI Agents SDK", "027-stream-cut"): _OPENAI_NO_DONE,
+    ("OpenAI Agents SDK", "105-shape-arguments-object"):
+        f"agents/models/chatcmpl_stream_handler.py:1033-1035 ({OAI_AGENTS}): argument "
+        "fragments are joined with `+=`, so an arguments object raises `TypeError`",
+    ("OpenAI Agents SDK", "113-shape-content-parts"):
+        f"agents/models/chatcmpl_stream_handler.py:921-923 ({OAI_AGENTS}): `delta.content` "
+        "is passed to `ResponseTextDeltaEvent(delta=...)`, which takes a string only: list "
+        "`content` raises `ValidationError`",
+    ("OpenAI Agents SDK", "114-shape-refusal"):
+        f"agents/run_internal/turn_resolution.py:1188 ({OAI_AGENTS}): a refusal becomes "
+        "`ModelRefusalError`, raised out of the run, not text",
+    ("OpenAI Agents SDK", "115-shape-bom-cr-reasoning"): _OPENAI_BOM,
+    ("OpenAI Agents SDK", "012-already-answered"):
+        f"agents/run_state.py:1380-1410 ({OAI_AGENTS}): an answer for a call that already has "
+        "its result is recorded and the run calls the model again; the call does not run "
+        "twice (no execution), but no error is raised",
+    ("Pydantic AI", "019-invalid-json-arguments"):
+        f"pydantic_ai/messages.py:88-91 ({PYD}): malformed arguments are sent back to the "
+        "model wrapped as `{\"INVALID_JSON\": \"<raw>\"}` (`args_as_json_str`), not as received",
+    ("Pydantic AI", "024-length-with-tool-calls"):
+        f"pydantic_ai/_agent_graph.py:3910 ({PYD}): `finish_reason == 'length'` is looked at "
+        "only when the response has no actionable output; its tool calls are executed",
+    ("Pydantic AI", "039-arguments-not-an-object"):
+        f"pydantic_ai/_utils.py `run_in_executor` ({PYD}): a tool built by `Tool.from_schema` "
+        "is called as `function(**args)`; a JSON list raises `TypeError` out of the run",
+    ("Pydantic AI", "034-resume-counts-one-round"):
+        f"pydantic_ai/usage.py:633-637 ({PYD}): `request_limit` counts model requests; "
+        "running the approved calls on resume is no request, so a model call follows",
+    ("Pydantic AI", "027-stream-cut"): _OPENAI_NO_DONE,
+    ("Pydantic AI", "103-shape-header-resent"):
+        f"pydantic_ai/messages.py:6955 ({PYD}): `tool_name = part.tool_name + "
+        "self.tool_name_delta`: a re-sent name is concatenated",
+    ("Pydantic AI", "114-shape-refusal"):
+        f"pydantic_ai/_agent_graph.py:3918-3921 ({PYD}): a `content_filter` turn with no "
+        "text raises `ContentFilterError`; the `refusal` text is not taken as text",
+    ("Pydantic AI", "115-shape-bom-cr-reasoning"): _OPENAI_BOM,
+    ("Vercel AI SDK", "019-invalid-json-arguments"):
+        f"ai/src/generate-text/parse-tool-call.ts:84-97 ({AI}): unparsable input becomes an "
+        "`invalid` call and the arguments sent back to the model are `{}`, not as received",
+    ("Vercel AI SDK", "039-arguments-not-an-object"):
+        f"ai/src/generate-text/parse-tool-call.ts:164 ({AI}): JSON that is not an object "
+        "passes `safeParseJSON` against the tool's schema and the tool runs with `[1, 2]`",
+    ("Vercel AI SDK", "101-shape-missing-index"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:154 ({AI_OPENAI}): a tool-call delta's "
+        "`index: z.number()` is required; a chunk without it fails validation",
+    ("Vercel AI SDK", "105-shape-arguments-object"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:159 ({AI_OPENAI}): `arguments: "
+        "z.string().nullish()`; an arguments object fails validation",
+    ("Vercel AI SDK", "113-shape-content-parts"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:148 ({AI_OPENAI}): `content: "
+        "z.string().nullish()`; list `content` fails validation",
+    ("Vercel AI SDK", "104-shape-arguments-whole"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:217 ({AI_OPENAI}): `usage` is read at "
+        "the chunk's top level only; `x_groq.usage` is not read",
+    ("Vercel AI SDK", "106-shape-reasoning-usage-on-finish"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:136-200 ({AI_OPENAI}): the chunk schema "
+        "has no `reasoning_content`; zod drops it (reasoning is read by "
+        "@ai-sdk/openai-compatible, another provider package)",
+    ("Vercel AI SDK", "115-shape-bom-cr-reasoning"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:136-200 ({AI_OPENAI}): the chunk schema "
+        "has no `reasoning_content`; the reasoning is dropped and only the text is shown",
+    ("Vercel AI SDK", "111-shape-error-in-chunk"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:136-138 ({AI_OPENAI}): the chunk schema "
+        "is a union tried in order; a chunk with both `choices` and `error` parses as an "
+        "ordinary chunk (zod strips `error`), so openai-chat-language-model.ts:565 never "
+        "sees the error",
+    ("LangChain (HumanInTheLoopMiddleware)", "034-resume-counts-one-round"):
+        f"langchain/agents/middleware/model_call_limit.py:168-187 ({LC}): the limit counts "
+        "model calls (`run_model_call_count`); the resume's tool step is none",
+    ("LangChain (HumanInTheLoopMiddleware)", "103-shape-header-resent"):
+        f"langchain_core/utils/_merge.py:64, 88 ({LC_CORE}): chunk merging concatenates "
+        "string fields (`merged[right_k] += right_v`), so a re-sent tool-call name is doubled",
+    ("LangChain (HumanInTheLoopMiddleware)", "105-shape-arguments-object"):
+        f"langchain_openai/chat_models/base.py:577 ({LC_OPENAI}): `args=rtc[\"function\"]"
+        ".get(\"arguments\")` goes into a `tool_call_chunk`, which takes a string: an "
+        "arguments object raises `ValidationError`",
+    ("LangChain (HumanInTheLoopMiddleware)", "106-shape-reasoning-usage-on-finish"):
+        f"langchain_openai/chat_models/base.py:1-11 ({LC_OPENAI}): \"Non-standard response "
+        "fields ... (e.g., `reasoning_content`) are **not** extracted or preserved\"",
+    ("LangChain (HumanInTheLoopMiddleware)", "113-shape-content-parts"):
+        f"langchain_openai/chat_models/base.py:1-11, 564 ({LC_OPENAI}): reasoning is not "
+        "extracted, and list `content` is kept as a list of parts",
+    ("LangChain (HumanInTheLoopMiddleware)", "115-shape-bom-cr-reasoning"):
+        f"langchain_openai/chat_models/base.py:1-11 ({LC_OPENAI}): `reasoning_content` is "
+        "\"not extracted or preserved\"",
+    ("LangChain (HumanInTheLoopMiddleware)", "114-shape-refusal"):
+        f"langchain_openai/chat_models/base.py:564 ({LC_OPENAI}) "
+        "`_convert_delta_to_message_chunk` reads `content` only; a streamed `refusal` is "
+        "dropped (only the non-streamed message keeps it in `additional_kwargs`, line 253)",
 }
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough
@@ -110,6 +374,18 @@ CASE_NOTES = {
         "agents/run.py: resuming a `RunState` sets `max_turns = run_state._max_turns`, "
         "ignoring the `max_turns` passed to the resumed run, so the case's `max_rounds` 1 "
         "never applies and R4's round count is not measured for this SDK"),
+    ("LangChain (HumanInTheLoopMiddleware)", "111-shape-error-in-chunk"): (
+        "R10", "the error is raised as SPEC §6 asks; the user message stays in the thread "
+        "because the checkpointer saves the input with the first super-step, before the "
+        "model call"),
+    ("LangChain (HumanInTheLoopMiddleware)", "112-shape-event-error"): (
+        "R10", "the error is raised as SPEC §6 asks; the user message stays in the thread "
+        "because the checkpointer saves the input with the first super-step, before the "
+        "model call"),
+    ("LangChain (HumanInTheLoopMiddleware)", "006-two-approvals-one-each"): (
+        "R4", f"human_in_the_loop.py:861-863 ({LC}): the rejections' `ToolMessage`s are "
+        "returned right after the AI message and the approved calls run later in the tool "
+        "node, so call_b's rejection comes before call_a's result (R4: in call order)"),
 }
 
 
@@ -118,4 +394,5 @@ def classify(peer: str, case_id: str, rules, detail: str) -> tuple[str, str]:
     if (peer, case_id) in CASE_NOTES:
         return CASE_NOTES[(peer, case_id)]
     rule = rule_broken(case_id, rules, detail)
-    return rule, EVIDENCE.get((peer, rule), "none recorded yet")
+    evidence = CASE_EVIDENCE.get((peer, case_id)) or EVIDENCE.get((peer, rule))
+    return rule, evidence or "none recorded yet"

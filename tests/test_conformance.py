@@ -405,3 +405,37 @@ def test_a_peers_deviation_is_filed_under_the_rule_its_first_difference_breaks()
     assert rule_broken("013-not-paused", ("R11",),
                        "turn 2: error: expected ApprovalError, got no error") == "R11"
     assert rule_broken("020-max-rounds", ("R8",), "turn 1: updates[3]: …") == "R8"
+
+
+def test_an_answered_call_is_r12_only_when_it_ran_again():
+    """SPEC R11/R12: a resume with an answered id that reaches the model is R11's
+    deviation (no ApprovalError); it is R12's only when the call was executed again."""
+    from conformance.findings import rule_broken
+    first = "turn 3: request 3 of the case was not expected: the case has 2 model call(s)"
+    ran = first + ('\n  also: executions: 1 items, expected 0 (unexpected {"tool": '
+                   '"run_command", "arguments": {"command": "rm -rf /"}})')
+    assert rule_broken("012-already-answered", ("R11", "R12"), ran) == "R12"
+    assert rule_broken("012-already-answered", ("R11", "R12"), first) == "R11"
+    history_only = first + '\n  also: history: 3 items, expected 2 (unexpected {"role": "tool"})'
+    assert rule_broken("012-already-answered", ("R11", "R12"), history_only) == "R11"
+
+
+def test_every_recorded_piece_of_evidence_names_a_peer_and_a_case_of_the_suite():
+    """PEERS.md cites evidence per (peer, rule) and, where one rule has several causes,
+    per (peer, case): each key must name a peer that is run and a case that exists, or
+    the evidence is never shown; a case's own evidence wins over its rule's."""
+    from conformance.findings import CASE_EVIDENCE, CASE_NOTES, EVIDENCE, classify
+    from conformance.loader import load_cases
+    from conformance.peers import PEERS
+    peers = {name for name, _ in PEERS}
+    cases = {case["id"] for case in load_cases()}
+    for peer, case_id in [*CASE_EVIDENCE, *CASE_NOTES]:
+        assert peer in peers and case_id in cases, (peer, case_id)
+    assert {peer for peer, _ in EVIDENCE} <= peers
+    detail = 'turn 1, model call 2 (request 2 of the case): messages[2].content: expected ' \
+             'text starting with "Error: arguments are not valid JSON: ", got "{\\"raw\\": 1}"'
+    peer = "Microsoft Agent Framework"
+    assert classify(peer, "019-invalid-json-arguments", ("R14",), detail) == (
+        "R14", CASE_EVIDENCE[(peer, "019-invalid-json-arguments")])
+    assert classify(peer, "018-unknown-tool", ("R14",), detail) == (
+        "R14", EVIDENCE[(peer, "R14")])

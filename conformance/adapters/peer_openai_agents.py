@@ -95,6 +95,8 @@ class OpenAIAgents(Peer):
                 "configured": [
                     "rejection text: RunState.reject(item, rejection_message=...)",
                     "tool errors: the failure_error_function of function_tool",
+                    "unknown tools: RunConfig(tool_not_found_behavior="
+                    "'return_error_to_model', tool_error_formatter=...)",
                     "context providers: RunConfig.call_model_input_filter adds their "
                     "instructions and messages to every model call",
                     "max_rounds: max_turns; MaxTurnsExceeded is the max_rounds finish",
@@ -167,7 +169,9 @@ class OpenAIAgents(Peer):
             result = Runner.run_streamed(
                 self.agent, start, run_config=RunConfig(
                     tracing_disabled=True, call_model_input_filter=self._input_filter
-                    if self.extra_instructions or self.extra_input else None), **kwargs)
+                    if self.extra_instructions or self.extra_input else None,
+                    tool_not_found_behavior="return_error_to_model",
+                    tool_error_formatter=_unknown_tool_text), **kwargs)
             async for event in result.stream_events():
                 if event.type == "raw_response_event":
                     data, kind = event.data, event.data.type
@@ -217,6 +221,11 @@ class OpenAIAgents(Peer):
             error = {"kind": error_kind(exc), "message": f"{type(exc).__name__}: {exc}"}
         return {"type": "end", "error": error, "history": self._history(),
                 "executions": list(self.executions)}
+
+
+def _unknown_tool_text(args) -> str | None:
+    """SPEC R14's answer to an unknown tool; the SDK's default text for anything else."""
+    return f"Error: unknown tool '{args.tool_name}'" if args.kind == "tool_not_found" else None
 
 
 def _plain(message) -> dict:
