@@ -138,9 +138,10 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "consecutive failing rounds or switches `tool_choice` to `none` (ModelSettings."
         "tool_choice is fixed per run, `reset_tool_choice` only resets after a tool call)",
     ("OpenAI Agents SDK", "R10"):
-        "the documented loop keeps `result.to_input_list()` of a finished run only; a run "
-        "that raises returns no items, so a later failure loses executed results (026, "
-        "035); " + _OPENAI_NO_DONE + " (027)",
+        f"agents/run_internal/run_loop.py:2576 ({OAI_AGENTS}) `_persist_stream_input_if_"
+        "needed` saves the run's input to the `Session` before the model's stream is read "
+        "(line 2621): a failed first call leaves the input in the session (025, 111, 112); "
+        + _OPENAI_NO_DONE + " (027)",
     ("OpenAI Agents SDK", "R9"):
         f"agents/models/chatcmpl_stream_handler.py:690-691, 1140-1145 ({OAI_AGENTS}): "
         "`content_filter` is only used to synthesize a refusal when the turn emitted nothing; "
@@ -374,6 +375,14 @@ CASE_NOTES = {
         "agents/run.py: resuming a `RunState` sets `max_turns = run_state._max_turns`, "
         "ignoring the `max_turns` passed to the resumed run, so the case's `max_rounds` 1 "
         "never applies and R4's round count is not measured for this SDK"),
+    ("OpenAI Agents SDK", "111-shape-error-in-chunk"): (
+        "R10", "the error is raised as SPEC §6 asks; the user message stays in the Session "
+        f"because agents/run_internal/run_loop.py:2576 ({OAI_AGENTS}) saves the input before "
+        "the model's stream is read"),
+    ("OpenAI Agents SDK", "112-shape-event-error"): (
+        "R10", "the error is raised as SPEC §6 asks; the user message stays in the Session "
+        f"because agents/run_internal/run_loop.py:2576 ({OAI_AGENTS}) saves the input before "
+        "the model's stream is read"),
     ("LangChain (HumanInTheLoopMiddleware)", "111-shape-error-in-chunk"): (
         "R10", "the error is raised as SPEC §6 asks; the user message stays in the thread "
         "because the checkpointer saves the input with the first super-step, before the "

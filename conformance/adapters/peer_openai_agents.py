@@ -6,9 +6,10 @@
 ``ToolApprovalItem`` objects) and ``result.to_state()``; the next run answers them with
 ``state.approve(item)`` / ``state.reject(item, rejection_message=...)`` and resumes the
 ``RunState`` (with ``state.add_input()`` for new input); an answer for a call it did not
-pause on gets a ``ToolApprovalItem`` built for that call id. Between finished runs the
-conversation is ``result.to_input_list()``, sent in OpenAI form by the SDK's own
-``Converter.items_to_messages``, which is also the history the adapter reports. Texts
+pause on gets a ``ToolApprovalItem`` built for that call id. The conversation is kept
+by the SDK's ``Session`` (an ``SQLiteSession`` passed to every run); its items, in OpenAI
+form by the SDK's own ``Converter.items_to_messages``, are the history the adapter
+reports. Texts
 and hooks are configured as the SDK documents them (``configured`` in ``ready``). The
 SDK has no call index, no single final finish and no result name: those are derived
 (README, "Derived fields").
@@ -16,8 +17,11 @@ SDK has no call index, no single final finish and no result name: those are deri
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
+import tempfile
 from importlib.metadata import version
 
 from conformance.adapters.common import Peer, error_kind, rejection_text, serve, tool_body
@@ -82,7 +86,14 @@ class OpenAIAgents(Peer):
                 base_url=message["base_url"], api_key=message["api_key"], max_retries=0))
         self.agent = Agent(name="conformance", model=model, tools=tools,
                            instructions=message.get("instructions"))
-        self.items: list = []     # the conversation after the last run (to_input_list)
+        from agents import SQLiteSession
+        # The SDK's Session keeps the conversation (SQLite, in a file so a reload can
+        # open it again); self.items is what it holds after the last run.
+        folder = tempfile.mkdtemp(prefix="conformance-openai-agents-")
+        atexit.register(shutil.rmtree, folder, True)
+        self.db = os.path.join(folder, "session.db")
+        self.session = SQLiteSession("conformance", self.db)
+        self.items: list = []
         self.state = None         # the RunState of the last run (paused or finished)
         self.paused = False
         self.handles: dict = {}   # call id -> its ToolApprovalItem, from every pause seen
@@ -93,6 +104,7 @@ class OpenAIAgents(Peer):
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
                 "derives": ["finish", "index", "result_name"],
                 "configured": [
+                    "session: SQLiteSession (Runner.run_streamed(session=...))",
                     "rejection text: RunState.reject(item, rejection_message=...)",
                     "tool errors: the failure_error_function of function_tool",
                     "unknown tools: RunConfig(tool_not_found_behavior="
@@ -123,10 +135,12 @@ class OpenAIAgents(Peer):
         return self.handles[call_id]
 
     async def _reload(self) -> None:
-        """The SDK's documented persistence of a run: ``RunState.to_string()`` /
-        ``from_string``; the approval handles come back from the reloaded state."""
-        from agents import RunState
-        self.items = json.loads(json.dumps(self.items))
+        """The SDK's documented persistence: the ``Session`` opened again from its file,
+        and a paused run's ``RunState.to_string()`` / ``from_string``; the approval
+        handles come back from the reloaded state."""
+        from agents import RunState, SQLiteSession
+        self.session = SQLiteSession("conformance", self.db)
+        self.items = await self.session.get_items()
         self.handles = {}
         if self.state is not None:
             self.state = await RunState.from_string(self.agent, self.state.to_string())
@@ -161,7 +175,7 @@ class OpenAIAgents(Peer):
                 self.state.add_input(inputs)
             start = self.state
         else:
-            start = self.items + inputs
+            start = inputs
         kwargs = {"max_turns": options.get("max_rounds", 40)}  # SPEC R8's default
         names, by_index, open_calls, result, error = {}, {}, [], None, None
 
@@ -171,7 +185,7 @@ class OpenAIAgents(Peer):
                     tracing_disabled=True, call_model_input_filter=self._input_filter
                     if self.extra_instructions or self.extra_input else None,
                     tool_not_found_behavior="return_error_to_model",
-                    tool_error_formatter=_unknown_tool_text), **kwargs)
+                    tool_error_formatter=_unknown_tool_text), session=self.session, **kwargs)
             async for event in result.stream_events():
                 if event.type == "raw_response_event":
                     data, kind = event.data, event.data.type
@@ -212,13 +226,13 @@ class OpenAIAgents(Peer):
                       "total_tokens": u.total_tokens} if u.requests else None)
             emit({"type": "finish", "usage": usage,
                   "finish_reason": "awaiting_approval" if interruptions else "stop"})
-            self.items = result.to_input_list()
             self.state, self.paused = result.to_state(), bool(interruptions)
         except MaxTurnsExceeded:  # the SDK's max-rounds signal (README, "Mapping")
             emit({"type": "finish", "finish_reason": "max_rounds", "usage": None})
-            self.items, self.state, self.paused = result.to_input_list(), None, False
+            self.state, self.paused = None, False
         except Exception as exc:
             error = {"kind": error_kind(exc), "message": f"{type(exc).__name__}: {exc}"}
+        self.items = await self.session.get_items()
         return {"type": "end", "error": error, "history": self._history(),
                 "executions": list(self.executions)}
 
