@@ -105,8 +105,9 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "user message given in the same run stays before them, between the tool-call message "
         "and its results",
     ("Microsoft Agent Framework", "R10"):
-        f"agent_framework (_agents.py, {MAF}): the session's history is written when the run "
-        "completes; a run that fails writes nothing, so executed tools' results are lost "
+        f"agent_framework/_agents.py:1450 ({MAF}): the session's history is written by the "
+        "context providers' `after_run`, at the end of the run; a run that fails writes "
+        "nothing, so executed tools' results are lost "
         "(026, 035); a cut stream is not detected by the openai client: " + _OPENAI_NO_DONE,
     ("Microsoft Agent Framework", "SPEC §6"):
         f"agent_framework_openai/_chat_completion_client.py:968 ({MAF_OPENAI}): the stock "
@@ -198,12 +199,13 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "`messages.at(-1).role == \"tool\"`: input after the answers hides them "
         "(`AI_MissingToolResultsError`)",
     ("Vercel AI SDK", "R3"):
-        f"ai/src/generate-text/is-approval-needed.ts ({AI}): `needsApproval` is decided per "
-        "call; calls that need none are executed in the same step while the others wait for "
+        f"ai/src/generate-text/run-tools-transformation.ts:489 ({AI}): `needsApproval` is "
+        "decided per call (`isApprovalNeeded`); calls that need none are executed in the "
+        "same step while the others wait for "
         "their `tool-approval-response`",
     ("Vercel AI SDK", "R5"):
-        f"ai/src/generate-text/is-approval-needed.ts ({AI}): a call that needs no approval "
-        "runs in the step that pauses its sibling",
+        f"ai/src/generate-text/run-tools-transformation.ts:489 ({AI}): approval is decided "
+        "per call, so a call that needs none runs in the step that pauses its sibling",
     ("Vercel AI SDK", "R11"):
         f"ai/src/generate-text/collect-tool-approvals.ts:78 ({AI}): the approval responses of "
         "the last message are collected as they are, one per part, with no check for an id "
