@@ -44,6 +44,22 @@ def test_an_untrusted_project_file_cannot_allow_anything(server, tmp_path):
             "yet") in done.stdout
 
 
+def test_with_json_the_note_goes_to_stderr_and_stdout_stays_json(server, tmp_path):
+    """A script reading ``--json`` was never told why its project file's allow rules did
+    not apply (the note was dropped with the rest of the human output): it goes to
+    stderr, and stdout holds only the JSON objects (SPEC R26)."""
+    path = repository(tmp_path, {"allow": ["run_command(git status)"]})
+    server.queue(calls_reply(("call_1", "run_command", {"command": "git status"})))
+    done = run_chat("--base-url", server.base_url, "--json", "--session", "s.json", "go",
+                    cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert [u["type"] for u in json_lines(done.stdout)][-1] == "paused"
+    assert done.stderr == (f"agentflow: note: policy: the allow rules of {path} are not "
+                           "applied: the file is not trusted yet (a repository could grant "
+                           "itself anything). Run agentflow chat on a terminal in this "
+                           "folder to review and trust it; its deny and ask rules apply\n")
+
+
 def test_its_deny_rules_still_apply(server, tmp_path):
     """``deny`` narrows, so it applies untrusted: a denied call never runs, never asks."""
     repository(tmp_path)

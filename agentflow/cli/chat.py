@@ -126,8 +126,11 @@ class Chat:
             if sandbox.note:
                 print(f"agentflow: note: {sandbox.note}", file=sys.stderr)
         check_grants(session, confirm, notes)
-        for note in notes:
-            self.say(note)
+        for note in notes:  # with --json, stdout holds JSON only: the note goes to stderr
+            if args.json:
+                print(f"agentflow: note: {safe_text(note)}", file=sys.stderr)
+            else:
+                self.say(note)
         sign_settings(session, settings)
         self.agent = ChatClientAgent(client, instructions=settings["system"], tools=tools,
                                      policy=layers)
