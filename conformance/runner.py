@@ -540,7 +540,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m conformance",
         description="Check an implementation of the agentflow approval flow against the "
-                    "recorded cases in conformance/cases.")
+                    "recorded cases in conformance/cases.",
+        epilog="python -m conformance replay CASE [--trace | --mermaid] runs one case "
+               "against agentflow and prints its updates (or its sequence diagram).")
     parser.add_argument("--adapter", metavar="CMD",
                         help="run the cases against another implementation through the "
                              "JSON-lines protocol of conformance/README.md")

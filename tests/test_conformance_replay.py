@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conformance.trace import main
 
 from helpers_cli import REPO, TIMEOUT, child_env, digest
@@ -123,3 +125,14 @@ def test_the_command_runs_from_a_checkout_as_a_user_types_it(tmp_path):
                               timeout=TIMEOUT)
         assert (done.returncode, done.stderr) == (0, "")
         assert done.stdout.startswith("case 001-approve: ")
+
+
+def test_the_suites_help_names_the_replay_command(capsys):
+    """``python -m conformance --help`` was the only help a newcomer found, and it did
+    not say that ``replay CASE --mermaid`` (the README's diagram) exists."""
+    from conformance.runner import main as run_suite
+    with pytest.raises(SystemExit) as stopped:
+        run_suite(["--help"])
+    assert stopped.value.code == 0
+    assert ("python -m conformance replay CASE [--trace | --mermaid] runs one case"
+            in " ".join(capsys.readouterr().out.split()))
