@@ -274,3 +274,30 @@ def test_no_colour_without_a_terminal(server, tmp_path):
     done = run_chat("--base-url", server.base_url, "Edit", cwd=tmp_path,
                     env=child_env(TERM="xterm-256color"))
     assert done.returncode == 3 and "\x1b" not in done.stdout
+
+
+def test_pending_says_which_calls_an_inbox_answered(server, tmp_path):
+    """SPEC R22: a call answered in ``agentflow inbox`` stays pending until a worker
+    resumes it; ``agentflow pending`` listed it as if nobody had answered and suggested
+    ``--respond`` for it."""
+    from agentflow import ToolApprovalResponse
+    from agentflow.stores import SQLiteStore
+    url = f"sqlite:///{tmp_path}/sessions.db"
+    server.queue(calls_reply(("call_1", "run_command", {"command": "df -h"}),
+                             ("call_2", "run_command", {"command": "ls"})))
+    run_chat("--base-url", server.base_url, "--store", url, "-s", "t-1", "Go", cwd=tmp_path)
+    with SQLiteStore(str(tmp_path / "sessions.db")) as store:
+        first = store.pending()[0]
+        store.answer("t-1", [ToolApprovalResponse("call_1", True, digest=first.digest,
+                                                  approver="dana",
+                                                  request_id=first.request_id)])
+    done = run_agentflow("pending", "--store", url, cwd=tmp_path)
+    rows = done.stdout.splitlines()
+    assert "(answered by dana at " in rows[1] and rows[1].endswith(
+        " (approved); waits for a worker)")
+    assert "answered" not in rows[2]
+    assert rows[-1].endswith("--session t-1 --respond call_2=yes (or =no:REASON)")
+    listed = json_lines(run_agentflow("pending", "--store", url, "--json",
+                                      cwd=tmp_path).stdout)
+    assert [("answered" in e, e["call_id"]) for e in listed] == [(True, "call_1"),
+                                                                  (False, "call_2")]

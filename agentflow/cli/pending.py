@@ -10,6 +10,7 @@ import sys
 
 from ..display import safe_text
 from ..stores import open_store
+from ..stores.answers import who
 from .paste import PASSWORD_NOTE, command, without_password
 from .respond import answer_key
 
@@ -37,7 +38,9 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
                                   "tool": e.tool, "arguments": e.arguments,
                                   "digest": e.digest, "issued_at": e.issued_at,
                                   "expires_at": e.expires_at, "age": round(e.age, 3),
-                                  **({"error": e.error} if e.error else {})}) + "\n")
+                                  **({"error": e.error} if e.error else {}),
+                                  **({"answered": who(e.answer)} if _answered(e) else {})})
+                      + "\n")
         return 0
     if not entries:
         out.write("nothing waits for approval\n")
@@ -51,13 +54,15 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
         arguments = safe_text(arguments)
         if len(arguments) > 60:
             arguments = arguments[:59] + "…"
+        if _answered(e):  # an inbox answered it; a worker has yet to resume (SPEC R22)
+            arguments += f"  (answered by {safe_text(who(e.answer))}; waits for a worker)"
         rows.append((_age(e.age), safe_text(e.session_id), safe_text(e.call_id),
                      safe_text(e.tool), arguments))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         out.write(f"{row[0]:>{widths[0]}}  " + "  ".join(
             f"{cell:<{width}}" for cell, width in zip(row[1:4], widths[1:])) + f"  {row[4]}\n")
-    first = next((e for e in entries if not e.error), None)
+    first = next((e for e in entries if not e.error and not _answered(e)), None)
     if first is None:
         return 0
     store_url, had_password = without_password(url)
@@ -70,6 +75,10 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
     if had_password:
         out.write(PASSWORD_NOTE + "\n")
     return 0
+
+
+def _answered(entry) -> bool:
+    return entry.answer is not None and entry.answer.refused is None
 
 
 def _age(seconds: float) -> str:
