@@ -43,6 +43,7 @@ GUARDED = (".git", ".agentflow")  # read-only even in a writable workspace
 _PROBE = "agentflow-probe"  # a name inside a folder: is the folder itself secret?
 _HOME_DEPTH = 2  # ~/.ssh, ~/.config/gcloud, ~/.kube/config: every SECRET_FILES pattern
 _unavailable: list = []  # [reason or None], once found out
+_bwrap: list = []  # [absolute path or None], once found out
 
 
 def unavailable() -> str | None:
@@ -59,10 +60,10 @@ def unavailable() -> str | None:
 
 
 def _probe() -> str | None:
-    if os.name != "posix" or not shutil.which("bwrap"):
+    if os.name != "posix" or not bwrap():
         return "bubblewrap (bwrap) is not installed"
     try:
-        done = subprocess.run(["bwrap", *_namespaces(False), "--ro-bind", "/", "/",
+        done = subprocess.run([bwrap(), *_namespaces(False), "--ro-bind", "/", "/",
                                "--dev", "/dev", "--proc", "/proc", "--", "/bin/sh", "-c", ":"],
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -72,6 +73,20 @@ def _probe() -> str | None:
         return (f"bwrap cannot start here ({said[-1] if said else f'exit status {done.returncode}'}"
                 "; user namespaces may be off)")
     return None
+
+
+def bwrap() -> str | None:
+    """The absolute path of ``bwrap``, found on ``PATH`` once per process (a command run
+    later by name would be looked up again, and a sandboxed command can put a ``bwrap``
+    of its own in a workspace folder on ``PATH``, such as ``.venv/bin``).
+
+    Returns:
+        str | None: the resolved path, or ``None`` when it is not installed.
+    """
+    if not _bwrap:
+        found = shutil.which("bwrap")
+        _bwrap.append(os.path.realpath(found) if found else None)
+    return _bwrap[0]
 
 
 def _namespaces(network: bool) -> list[str]:
@@ -160,14 +175,22 @@ class Sandbox:
             home: the home folder (str; default ``~``).
 
         Returns:
-            list[str]: the argument vector, ``bwrap`` first.
+            list[str]: the argument vector, ``bwrap``'s absolute path first.
+
+        Raises:
+            SandboxError: the ``bwrap`` found on ``PATH`` is inside the workspace.
         """
         from .policy import user_policy_path
         from .workspace import Workspace
         space = Workspace(workspace, secret_files)
+        program = bwrap() or "bwrap"
+        if os.path.commonpath([program, space.root]) == space.root:
+            raise SandboxError(f"the bwrap found on PATH ({program}) is inside the workspace, "
+                               "where sandboxed commands can write it, so it cannot sandbox "
+                               "them: put the system's bwrap first on PATH")
         home = os.path.realpath(home or os.path.expanduser("~"))
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
-        args = ["bwrap", *_namespaces(self.network), "--ro-bind", "/", "/",
+        args = [program, *_namespaces(self.network), "--ro-bind", "/", "/",
                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         # The private /tmp hides everything under it, also the Python environment this
         # agentflow runs in when it lives there (a checkout in /tmp): kept, read-only.

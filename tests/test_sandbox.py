@@ -427,6 +427,7 @@ def broken_bwrap(tmp_path, monkeypatch):
                     "exit 1\n")
     fake.chmod(0o755)
     monkeypatch.setattr(sandbox, "_unavailable", [])  # found out again, in this process
+    monkeypatch.setattr(sandbox, "_bwrap", [])
     return f"{folder}:{os.environ['PATH']}"
 
 
@@ -458,3 +459,37 @@ def test_sandbox_required_refuses_and_runs_nothing(server, place, broken_bwrap):
                                   "cannot start here")
     assert not os.path.exists(place["ws"] + "/ran.txt")
     assert server.requests == []
+
+
+def test_a_bwrap_written_into_a_workspace_folder_on_path_never_runs(tmp_path, monkeypatch):
+    """A sandboxed command writes ``bwrap`` into a workspace folder that is first on
+    PATH (an activated ``.venv/bin``): the next call still runs in the real sandbox,
+    found once by absolute path, so its write outside fails (issue 27, attack review)."""
+    need_bwrap()
+    root = tempfile.mkdtemp(prefix="agentflow-sandbox-", dir="/var/tmp")
+    try:
+        ws, out = os.path.join(root, "ws"), os.path.join(root, "out")
+        os.makedirs(ws + "/.venv/bin")
+        os.makedirs(out)
+        monkeypatch.setenv("PATH", ws + "/.venv/bin:" + os.environ["PATH"])
+        run = builtin_tools(["run_command"], workspace=ws, sandbox="workspace-write")[0]
+        fake = '#!/bin/sh\\nwhile [ "$1" != -- ]; do shift; done; shift; exec "$@"\\n'
+        first = run.run_command(f"printf '{fake}' > .venv/bin/bwrap; chmod +x .venv/bin/bwrap")
+        assert first.startswith("exit status 0"), first
+        second = run.run_command(f"echo escaped > {out}/written")
+        assert "Read-only file system" in second
+        assert os.listdir(out) == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_bwrap_found_inside_the_workspace_refuses(tmp_path, monkeypatch):
+    """``bwrap`` first found inside the workspace (left by an earlier session) cannot
+    sandbox: the call is refused, not run through it."""
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sandbox, "_bwrap", [str(fake)])
+    with pytest.raises(sandbox.SandboxError, match="inside the workspace"):
+        sandbox.Sandbox().argv("true", str(tmp_path), ())
