@@ -203,6 +203,14 @@ class Sandbox:
         if self.network:  # /etc/resolv.conf may point there
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
         args += [bind, space.root, space.root]
+        # What runs outside the sandbox later (this Python, its environment, agentflow
+        # itself, the supervisor read from disk for every call) must not be writable
+        # from inside it when it lives in the workspace (an in-project .venv, an
+        # editable install): read-only, as .git is.
+        for own in sorted({os.path.realpath(p) for p in (
+                sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__)))}):
+            if space.inside(own) and own != space.root and os.path.isdir(own):
+                args += ["--ro-bind", own, own]
         secrets = _Hidden(space)
         secrets.search(home, _HOME_DEPTH)
         secrets.hide(os.path.dirname(user_policy_path()))  # the user's trust and keys

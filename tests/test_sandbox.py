@@ -493,3 +493,23 @@ def test_a_bwrap_found_inside_the_workspace_refuses(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "_bwrap", [str(fake)])
     with pytest.raises(sandbox.SandboxError, match="inside the workspace"):
         sandbox.Sandbox().argv("true", str(tmp_path), ())
+
+
+def test_agentflow_and_its_python_inside_the_workspace_are_read_only(tmp_path):
+    """A workspace holding the Python environment agentflow runs in, or agentflow's own
+    package (an in-project .venv, an editable install): a sandboxed command must not
+    change what runs outside the sandbox at the next call (the supervisor is read from
+    disk for every command), so those folders are bound read-only."""
+    import sys
+
+    import agentflow
+    from agentflow.sandbox import Sandbox
+    workspace = os.path.commonpath([os.path.realpath(sys.prefix),
+                                    os.path.dirname(os.path.realpath(agentflow.__file__))])
+    argv = Sandbox("workspace-write").argv("true", workspace, ())
+    pairs = {(argv[i + 1], argv[i + 2]) for i in range(len(argv) - 2)
+             if argv[i] == "--ro-bind"}
+    package = os.path.dirname(os.path.realpath(agentflow.__file__))
+    assert (package, package) in pairs
+    if os.path.realpath(sys.prefix).startswith(workspace + os.sep):
+        assert (os.path.realpath(sys.prefix),) * 2 in pairs
