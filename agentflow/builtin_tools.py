@@ -213,7 +213,7 @@ class ReadFile(_Builtin):
     def __init__(self, space: Workspace, read_cap: int = 64_000):
         self.read_cap = read_cap
         super().__init__(self.read_file, space, "path", "path", idempotent=True,
-                         when=space.predicate("reads"))
+                         when=space.predicate(self.verb))
 
     def read_file(self, path: str) -> str:
         """Read a text file.
@@ -242,7 +242,7 @@ class ListDir(_Builtin):
     def __init__(self, space: Workspace, list_cap: int = 500):
         self.list_cap = list_cap
         super().__init__(self.list_dir, space, "path", "path", idempotent=True,
-                         when=space.predicate("lists"))
+                         when=space.predicate(self.verb))
 
     def list_dir(self, path: str = ".") -> str:
         """List a folder: one entry a line, folders ending in '/'.
@@ -273,7 +273,7 @@ class WriteFile(_Builtin):
 
     def __init__(self, space: Workspace):
         super().__init__(self.write_file, space, "path", "path",
-                         when=space.predicate("writes", "write_file always asks"))
+                         when=space.predicate(self.verb, "write_file always asks"))
 
     def write_file(self, path: str, content: str) -> str:
         """Write a text file, replacing what it held.

@@ -134,7 +134,7 @@ def _dispatch(args) -> int:
         try:
             return inspect_stream(data, profile=args.profile, base_url=args.base_url)
         except ValueError as exc:
-            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
+            _complain(str(exc))
             return 2
     if args.command == "pending":
         from ..errors import AgentflowError
@@ -144,10 +144,10 @@ def _dispatch(args) -> int:
         except BrokenPipeError:
             raise
         except ValueError as exc:  # the --store value cannot be a store: bad usage
-            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
+            _complain(str(exc))
             return 2
         except (AgentflowError, OSError, ImportError) as exc:
-            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
+            _complain(str(exc))
             return 1
     if args.command == "show":
         from ..errors import AgentflowError
@@ -158,7 +158,7 @@ def _dispatch(args) -> int:
             raise
         except (AgentflowError, KeyError, ValueError, OSError, ImportError) as exc:
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            print(f"agentflow: {safe_text(str(message), multiline=True)}", file=sys.stderr)
+            _complain(str(message))
             return 2 if isinstance(exc, (KeyError, ValueError, FileNotFoundError)) else 1
     if args.command in ("inbox", "worker"):
         from ..errors import AgentflowError
@@ -169,7 +169,7 @@ def _dispatch(args) -> int:
             from .worker import worker_command
             return worker_command(args)
         except (AgentflowError, ValueError, OSError, ImportError) as exc:
-            print(f"agentflow: {safe_text(str(exc), multiline=True)}", file=sys.stderr)
+            _complain(str(exc))
             return 1
     if args.command == "policy":
         from .policy_check import policy_check
@@ -182,3 +182,8 @@ def _dispatch(args) -> int:
             return demo_module.main(False, args.deny or None)
         return demo_module.main()
     return 2
+
+
+def _complain(text: str) -> None:
+    """Say on stderr what went wrong, made safe to show (SPEC R25)."""
+    print(f"agentflow: {safe_text(text, multiline=True)}", file=sys.stderr)
