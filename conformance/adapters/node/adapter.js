@@ -156,22 +156,27 @@ async function run(message) {
   send({ type: "end", error, history: agent.history, executions: agent.executions });
 }
 
-module.exports = { canonical };
+// The protocol's loop, one message at a time: a run finishes before the next line is
+// read. Shared with the peer adapters beside this one.
+function serve(setup, run) {
+  const lines = readline.createInterface({ input: process.stdin });
+  const queue = [];
+  let busy = false;
+  async function pump() {
+    if (busy) return;
+    busy = true;
+    while (queue.length) {
+      const message = JSON.parse(queue.shift());
+      if (message.type === "setup") setup(message);
+      else if (message.type === "run") await run(message);
+      else if (message.type === "exit") process.exit(0);
+    }
+    busy = false;
+  }
+  lines.on("line", (line) => { if (line.trim()) { queue.push(line); pump(); } });
+}
+
+module.exports = { canonical, serve };
 if (require.main !== module) return;
 
-// One message at a time: a run finishes before the next line is read.
-const lines = readline.createInterface({ input: process.stdin });
-const queue = [];
-let busy = false;
-async function pump() {
-  if (busy) return;
-  busy = true;
-  while (queue.length) {
-    const message = JSON.parse(queue.shift());
-    if (message.type === "setup") setup(message);
-    else if (message.type === "run") await run(message);
-    else if (message.type === "exit") process.exit(0);
-  }
-  busy = false;
-}
-lines.on("line", (line) => { if (line.trim()) { queue.push(line); pump(); } });
+serve(setup, run);

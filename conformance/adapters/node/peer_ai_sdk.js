@@ -10,10 +10,9 @@
 // last message of the next run. The SDK keeps no session: the adapter keeps that list,
 // as the documentation does (README, "Mapping a framework").
 "use strict";
-const readline = require("node:readline");
 const { streamText, tool, jsonSchema, stepCountIs } = require("ai");
 const { createOpenAI } = require("@ai-sdk/openai");
-const { canonical } = require("./adapter.js");
+const { canonical, serve } = require("./adapter.js");
 
 const VERSION = `ai ${require("ai/package.json").version} + @ai-sdk/openai ${
   require("@ai-sdk/openai/package.json").version}`;
@@ -193,18 +192,4 @@ async function run(message) {
   send({ type: "end", error, history: toOpenAI(peer.messages), executions: [...peer.executions] });
 }
 
-const lines = readline.createInterface({ input: process.stdin });
-const queue = [];
-let busy = false;
-async function pump() {
-  if (busy) return;
-  busy = true;
-  while (queue.length) {
-    const message = JSON.parse(queue.shift());
-    if (message.type === "setup") setup(message);
-    else if (message.type === "run") await run(message);
-    else if (message.type === "exit") process.exit(0);
-  }
-  busy = false;
-}
-lines.on("line", (line) => { if (line.trim()) { queue.push(line); pump(); } });
+serve(setup, run);
