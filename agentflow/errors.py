@@ -365,7 +365,7 @@ class SandboxError(AgentflowError):
 
 class UnreadableCommandLine(AgentflowError, ValueError):
     """The shell reader cannot fully read a command line (unbalanced quotes, a
-    redirection without a target …). Never leaves ``agentflow.shell.parse``: the line
+    redirection without a target …). Never leaves ``agentflow.commandline.shell.parse``: the line
     comes back ``opaque`` with this message as the reason, and no allow pattern can
     match it (SPEC R19: what cannot be read is never allowed)."""
 

@@ -9,7 +9,7 @@ is matched against the tool's *subject*, the one argument the tool declares with
 subject      what the pattern is matched against        wildcards
 ===========  ========================================  ===================================
 ``shell``    each command of the line, in canonical     ``*``: any characters
-             form (``agentflow.shell``)
+             form (``agentflow.commandline.shell``)
 ``path``     the path as the OS will open it: absolute, ``*``: any characters but ``/``;
              ``..`` collapsed, symlinks followed;       ``**``: any, ``/`` too; ``**/``:
              a relative pattern is relative to the      any folders, or none
@@ -35,7 +35,7 @@ as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does
 * an ``allow`` decides only when *every* command of the line is allowed (each by a
   rule of its own).
 
-**Rules about command lines** (SPEC R19 addendum). A line ``agentflow.shell`` cannot
+**Rules about command lines** (SPEC R19 addendum). A line ``agentflow.commandline.shell`` cannot
 read exactly as dash and bash read it (an expansion, a control character, bash-only
 syntax …) is *unreadable*: no rule allows it, not even an exact one or the whole
 tool, and it meets the tool's first deny rule (else its first ask rule), "could not be
@@ -44,7 +44,7 @@ command that writes a file with ``>``, uses an entry of ``command_rules.TABLE`` 
 option that runs another program, writes or reads a file the line does not name, or
 ``NAME=value`` before it), or names a secret file (``workspace.SECRET_FILES``, also
 after a ``cd``), nor a path tool's secret file; an *exact* rule still may. Paths are
-read by ``agentflow.paths.resolve`` for tools and rules alike (``~`` the home folder).
+read by ``agentflow.commandline.paths.resolve`` for tools and rules alike (``~`` the home folder).
 
 Rules are checked ``deny``, then ``ask``, then ``allow``; within each, the layers in
 their fixed order (run options, session grants, project file, user file); the first
@@ -78,12 +78,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from . import command_rules, paths, shell
-from .paths import user_policy_path  # noqa: F401  (public here since SPEC R19)
 from ._durable import write_atomically
+from .commandline import command_rules, paths, shell
+from .commandline.paths import user_policy_path  # noqa: F401  (public here since SPEC R19)
+from .commandline.patterns import (BACKSLASH, glob_regex, path_matches, pattern_regex,
+                                   protect, split_prefix)
 from .errors import PolicyError
-from .patterns import (BACKSLASH, glob_regex, path_matches, pattern_regex, protect,
-                       split_prefix)
 from .types import Decision
 
 EFFECTS = ("deny", "ask", "allow")  # the order rules are checked in (SPEC R19)
@@ -290,7 +290,7 @@ class ApprovalPolicy:
         Args:
             data: the parsed JSON (dict with ``deny`` / ``ask`` / ``allow`` lists, and
                 optionally ``sandbox``: ``{"auto_allow": bool, "network": bool}``,
-                ``agentflow.sandbox``).
+                ``agentflow.builtin.sandbox``).
             name: the layer's name (str) in audit records.
             source: where it came from (str, a path), for error messages.
 
@@ -645,7 +645,7 @@ def _wildcard(rule: Rule, kind: str) -> bool:
 
 
 def _secret(resolved: str, root: str, secret_files) -> str | None:
-    from .workspace import SECRET_FILES, Workspace  # workspace imports this module
+    from .commandline.workspace import SECRET_FILES, Workspace  # workspace imports this module
     return Workspace(root, SECRET_FILES if secret_files is None else secret_files
                      ).secret(resolved)
 

@@ -25,7 +25,7 @@ import tempfile
 import time
 import traceback
 
-from agentflow import sandbox
+from agentflow.builtin import sandbox
 from agentflow.canonical import arguments_digest
 from agentflow.testing.replay import Reply, chat_stream
 from agentflow.session import AgentSession

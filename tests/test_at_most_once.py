@@ -17,7 +17,7 @@ import pytest
 from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
                        ChatMessage, FinishReason, Tool, ToolApprovalResponse, ToolResult,
                        tool)
-from agentflow.builtin_tools import builtin_tools
+from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.stores import SQLiteStore
 

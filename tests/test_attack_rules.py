@@ -13,9 +13,9 @@ import subprocess
 import pytest
 
 from agentflow import ApprovalPolicy
-from agentflow.builtin_tools import builtin_tools
+from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.policy import decide, exact_rules
-from agentflow.shell import parse
+from agentflow.commandline.shell import parse
 from agentflow.testing.replay import chat_stream
 
 from helpers_cli import calls_reply, json_lines, run_chat

@@ -79,7 +79,7 @@ def test_a_grant_this_users_agentflow_recorded_still_applies(server, tmp_path):
 ])
 def test_no_wildcard_rule_touches_what_decides_what_runs(rule, line, tmp_path, monkeypatch):
     from agentflow import ApprovalPolicy
-    from agentflow.builtin_tools import builtin_tools
+    from agentflow.builtin.builtin_tools import builtin_tools
     from agentflow.policy import decide
     monkeypatch.chdir(tmp_path)
     run = builtin_tools(["run_command"], workspace=tmp_path)[0]
@@ -92,7 +92,7 @@ def test_no_wildcard_rule_touches_what_decides_what_runs(rule, line, tmp_path, m
                                   ".git/config", "sub/.git"])
 def test_write_file_wildcard_does_not_write_them(path, tmp_path):
     from agentflow import ApprovalPolicy
-    from agentflow.builtin_tools import builtin_tools
+    from agentflow.builtin.builtin_tools import builtin_tools
     from agentflow.policy import decide
     write = builtin_tools(["write_file"], workspace=tmp_path)[0]
     found, _ = decide([ApprovalPolicy(allow=["write_file(**)"])], write,
@@ -241,7 +241,7 @@ def test_well_known_credential_files_are_secret(line, tmp_path, monkeypatch):
     """Files that hold tokens in well-known places, missing from SECRET_FILES: under
     ``cat *`` their tokens went to the model."""
     from agentflow import ApprovalPolicy
-    from agentflow.builtin_tools import builtin_tools
+    from agentflow.builtin.builtin_tools import builtin_tools
     from agentflow.policy import decide
     monkeypatch.chdir(tmp_path)
     run = builtin_tools(["run_command"], workspace=tmp_path)[0]

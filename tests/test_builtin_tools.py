@@ -1,4 +1,4 @@
-"""The built-in tools of ``agentflow chat`` (``agentflow.builtin_tools``), called
+"""The built-in tools of ``agentflow chat`` (``agentflow.builtin.builtin_tools``), called
 directly: what each returns to the model, its caps, its approval requirement and
 the preview the approval prompt shows."""
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agentflow.builtin_tools import BUILTIN_NAMES, builtin_tools
+from agentflow.builtin.builtin_tools import BUILTIN_NAMES, builtin_tools
 
 TIMEOUT = 60  # seconds; only against hangs
 
@@ -256,8 +256,8 @@ def test_run_command_preview_summary_is_one_line(tmp_path):
 
 
 def test_each_tool_is_a_class_usable_alone(tmp_path):
-    from agentflow.builtin_tools import ListDir, ReadFile, RunCommand, WriteFile
-    from agentflow.workspace import Workspace
+    from agentflow.builtin.builtin_tools import ListDir, ReadFile, RunCommand, WriteFile
+    from agentflow.commandline.workspace import Workspace
 
     space = Workspace(tmp_path)
     assert WriteFile(space).write_file("a.txt", "hi") == "wrote 2 bytes to a.txt"

@@ -182,7 +182,7 @@ def test_r25_a_write_to_a_device_or_fifo_is_listed_and_rejected(server, tmp_path
 
 
 def test_r25_a_preview_of_a_large_file_reads_a_prefix_and_says_it_replaces_it(tmp_path):
-    from agentflow.builtin_tools import PREVIEW_CAP, builtin_tools
+    from agentflow.builtin.builtin_tools import PREVIEW_CAP, builtin_tools
     big = tmp_path / "big.txt"
     big.write_text("line\n" * (PREVIEW_CAP // 5 + 10))
     [write] = builtin_tools(["write_file"], workspace=str(tmp_path))

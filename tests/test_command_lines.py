@@ -9,10 +9,10 @@ import os
 import pytest
 
 from agentflow import ApprovalPolicy
-from agentflow.builtin_tools import builtin_tools
-from agentflow.command_rules import TABLE, used
+from agentflow.builtin.builtin_tools import builtin_tools
+from agentflow.commandline.command_rules import TABLE, used
 from agentflow.policy import decide, exact_rules
-from agentflow.shell import MAX_DEPTH, MAX_WORDS, parse
+from agentflow.commandline.shell import MAX_DEPTH, MAX_WORDS, parse
 
 RUN = builtin_tools(["run_command"])[0]
 

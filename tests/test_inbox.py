@@ -285,7 +285,7 @@ def test_r19_always_allow_grants_the_rule_for_the_session(server, url, tmp_path)
         client = Client(inbox)
         client.login()
         page = client.page()
-        # the exact rule offered (canonical form, agentflow.shell), as the gate made it
+        # the exact rule offered (canonical form, agentflow.commandline.shell), as the gate made it
         assert ">run_command(echo ran &gt;&gt;ran.txt)</textarea>" in page
         fields = {**client.form("t-1", "call_1", page), "action": "always",
                   "rules": "run_command(echo ran >>ran.txt)", "ttl": "3600"}

@@ -10,11 +10,11 @@ import os
 import pytest
 
 from agentflow import ApprovalPolicy, tool
-from agentflow.builtin_tools import builtin_tools
+from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.errors import PolicyError
 from agentflow.policy import (Rule, decide, exact_rules, standard_layers,
                               user_policy_path)
-from agentflow.shell import parse
+from agentflow.commandline.shell import parse
 
 TOOLS = {t.name: t for t in builtin_tools()}
 RUN = TOOLS["run_command"]

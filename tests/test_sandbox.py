@@ -23,8 +23,8 @@ import time
 
 import pytest
 
-from agentflow import sandbox
-from agentflow.builtin_tools import builtin_tools
+from agentflow.builtin import sandbox
+from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.testing.replay import chat_stream
 
 from helpers_cli import KEY, calls_reply, child_env, run_chat, trust_project_file
@@ -317,7 +317,7 @@ def test_a_command_dies_when_agentflow_is_killed(tmp_path, mode):
     if mode != "off":
         need_bwrap()
     mark = tag()
-    code = ("import sys; from agentflow.builtin_tools import builtin_tools; "
+    code = ("import sys; from agentflow.builtin.builtin_tools import builtin_tools; "
             f"builtin_tools(['run_command'], workspace=sys.argv[1], sandbox='{mode}')[0]"
             f".invoke({{'command': 'setsid sleep {mark}1 & sleep {mark}2 & touch started; wait'}})")
     child = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)])
@@ -503,7 +503,7 @@ def test_agentflow_and_its_python_inside_the_workspace_are_read_only(tmp_path):
     import sys
 
     import agentflow
-    from agentflow.sandbox import Sandbox
+    from agentflow.builtin.sandbox import Sandbox
     workspace = os.path.commonpath([os.path.realpath(sys.prefix),
                                     os.path.dirname(os.path.realpath(agentflow.__file__))])
     argv = Sandbox("workspace-write").argv("true", workspace, ())

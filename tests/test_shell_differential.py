@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from agentflow.shell import parse
+from agentflow.commandline.shell import parse
 
 pytestmark = pytest.mark.slow
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -201,8 +201,8 @@ def test_live_command_output_holds_no_part_of_the_key(tmp_path, monkeypatch):
     """What a person watches while a command runs (``RunCommand.on_output``, the
     chat's live lines) is scrubbed of the key as the model's result is (SPEC R26): a
     file holding the key, printed by an approved ``cat``."""
-    from agentflow.builtin_tools import RunCommand
-    from agentflow.workspace import Workspace
+    from agentflow.builtin.builtin_tools import RunCommand
+    from agentflow.commandline.workspace import Workspace
     monkeypatch.setenv("AGENTFLOW_TEST_KEY", KEY)
     (tmp_path / "leak.txt").write_text(f"token={KEY}\n")
     tool = RunCommand(Workspace(tmp_path), secret_env=("AGENTFLOW_TEST_KEY",))

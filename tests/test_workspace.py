@@ -10,10 +10,10 @@ import os
 import pytest
 
 from agentflow import AgentSession, ApprovalPolicy, ChatClientAgent, OpenAIChatClient
-from agentflow.builtin_tools import builtin_tools
+from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.types import FinishReason, ToolApprovalRequest, ToolResult
-from agentflow.workspace import SECRET_FILES
+from agentflow.commandline.workspace import SECRET_FILES
 
 from helpers_cli import (PROMPT, calls_reply, child_env, json_lines, pty_chat, run_chat,
                          saved)

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from agentflow import AgentSession, ApprovalPolicy, ChatClientAgent, OpenAIChatClient
-from agentflow.builtin_tools import builtin_tools
+from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.types import ToolApprovalRequest, ToolResult
 
@@ -118,7 +118,7 @@ def test_a_symlink_flipped_after_the_check_is_not_followed(place, name, argument
 def test_a_folder_flipped_to_a_symlink_during_the_open_is_not_followed(place):
     """Resolved just before the open, a folder on the way that becomes a symlink in
     the last instant is met with O_NOFOLLOW: refused (the walk, not the re-check)."""
-    from agentflow.workspace import _open_no_follow
+    from agentflow.commandline.workspace import _open_no_follow
     ws, home, _ = place
     (ws / "src" / "a.txt").write_text("a\n")
     resolved = str(ws / "src" / "a.txt")
@@ -165,7 +165,7 @@ def test_a_link_loop_asks(place):
 def test_a_resolution_longer_than_path_max_asks(place):
     """Two in-workspace links whose resolved path is longer than PATH_MAX: the check
     gave up silently and ``open()`` followed; now it asks."""
-    from agentflow.workspace import PATH_MAX
+    from agentflow.commandline.workspace import PATH_MAX
     ws, _, _ = place
     name = "d" * 200
     deep = ws / "deep"

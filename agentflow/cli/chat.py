@@ -30,7 +30,7 @@ import time
 
 from ..display import safe_text
 from ..errors import AgentflowError, Setting, Wording
-from ..sandbox import Sandbox, widened
+from ..builtin.sandbox import Sandbox, widened
 from ..session import AgentSession
 from ..types import (AgentRunOptions, ChatMessage, Finish, FinishReason, ReasoningDelta,
                     TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolResult,
@@ -81,7 +81,7 @@ class Chat:
     def __init__(self, args, session: AgentSession, out: Output | None = None,
                  interactive: bool = False, mcp_servers=()):
         from ..agent import ChatClientAgent
-        from ..builtin_tools import builtin_tools
+        from ..builtin.builtin_tools import builtin_tools
         self.args = args
         self.session = session
         self.out = out or Output(args.json)
@@ -106,7 +106,7 @@ class Chat:
         self.tools = {t.name: t for t in tools}
         self.spinner = self.live = None
         if interactive and getattr(self.out.stream, "isatty", lambda: False)():
-            from ..builtin_tools import RunCommand
+            from ..builtin.builtin_tools import RunCommand
             from .spinner import LiveOutput, Spinner
             # a dumb terminal cannot erase a line: no spinner, only the live output
             self.spinner = Spinner(self.out, draw=os.environ.get("TERM", "dumb") != "dumb")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import shlex
 
-from ..builtin_tools import BUILTIN_NAMES
+from ..builtin.builtin_tools import BUILTIN_NAMES
 from ..errors import UsageError
 from ..policy import PROJECT_FILE
 from ..profiles import PROFILES
-from ..sandbox import MODES as SANDBOX_MODES
+from ..builtin.sandbox import MODES as SANDBOX_MODES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 

@@ -36,7 +36,7 @@ def policy_layers(policy_file, tools, workspace=".", notes=None, confirm=None) -
         UsageError: a file cannot be read, or has a bad rule (naming the file and
             the rule).
     """
-    from ..builtin_tools import builtin_tools
+    from ..builtin.builtin_tools import builtin_tools
     from ..errors import PolicyError
     from ..policy import ApprovalPolicy, policy_name, standard_layers
     catalogue = [*builtin_tools(workspace=workspace), *tools.values()]

@@ -53,7 +53,7 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=(), mcp_approval=
 
 def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> int:
     """The rest of ``_policy_check``, while its MCP servers run."""
-    from ..builtin_tools import builtin_tools
+    from ..builtin.builtin_tools import builtin_tools
     from .policies import policy_layers
     from ..errors import UsageError
     from ..gate import gate_verdict, layers_in_order

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..builtin_tools import BUILTIN_NAMES
+from ..builtin.builtin_tools import BUILTIN_NAMES
 from ..errors import UsageError
 
 ALWAYS = "always_approve"  # old session.state key (tools always approved): now grants

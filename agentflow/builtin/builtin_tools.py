@@ -3,7 +3,7 @@ approval), read a file and list a folder (both capped in size; they run without 
 inside the workspace and ask outside it or for a secret file, ``workspace.py``).
 
 Every tool works in the workspace: relative paths are opened from it (``~`` is the home
-folder, as in policy rules: ``agentflow.paths``) and commands run in it. Each tool is a class (``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``)
+folder, as in policy rules: ``agentflow.commandline.paths``) and commands run in it. Each tool is a class (``RunCommand``, ``ReadFile``, ``ListDir``, ``WriteFile``)
 whose method of the tool's name is what runs; ``builtin_tools()`` makes them. The
 tools that always ask have ``preview(arguments)``, what the approval prompt shows
 besides the arguments: the exact command line (with a warning for each path it names
@@ -15,8 +15,8 @@ file tools their path.
 
 ``run_command`` kills everything a command started when it ends, when its timeout
 passes, when the run is interrupted (Ctrl-C, ``SystemExit``) and when this process
-dies, even by SIGKILL (SPEC R16, ``agentflow.commands``); it runs in a sandbox when one
-is asked for and ``bwrap`` works (``agentflow.sandbox``), and without the API key's
+dies, even by SIGKILL (SPEC R16, ``agentflow.builtin.commands``); it runs in a sandbox when one
+is asked for and ``bwrap`` works (``agentflow.builtin.sandbox``), and without the API key's
 variables (R26). ``read_file`` and ``list_dir`` are idempotent (R16).
 """
 
@@ -25,10 +25,11 @@ from __future__ import annotations
 import difflib
 import os
 
-from . import commands, redact
+from .. import redact
+from ..commandline.workspace import SECRET_FILES, Workspace
+from ..tools import ApprovalRequiredTool, FunctionTool, Tool
+from . import commands
 from .sandbox import Sandbox
-from .tools import ApprovalRequiredTool, FunctionTool, Tool
-from .workspace import SECRET_FILES, Workspace
 
 BUILTIN_NAMES = ("run_command", "read_file", "list_dir", "write_file")
 
@@ -95,7 +96,7 @@ class RunCommand(_Builtin):
         timeout: seconds (float) the command may run before it is killed, with all it
             started.
         output_cap: bytes (int) of its output sent to the model.
-        sandbox: a ``Sandbox``, or a mode (str, ``agentflow.sandbox.MODES``).
+        sandbox: a ``Sandbox``, or a mode (str, ``agentflow.builtin.sandbox.MODES``).
         secret_env: names of environment variables commands do not get (iterable of
             str; SPEC R26).
 
@@ -399,7 +400,7 @@ def builtin_tools(names=BUILTIN_NAMES, command_timeout: float = 30.0,
         list_cap: entries ``list_dir`` returns.
         workspace: the folder the tools work in (default: the current folder).
         secret_files: ``(pattern, kind)`` pairs of files that always ask
-            (``agentflow.workspace.SECRET_FILES``), and that a sandbox hides.
+            (``agentflow.commandline.workspace.SECRET_FILES``), and that a sandbox hides.
         sandbox: how ``run_command`` runs commands: a mode (str:
             ``"workspace-write"``, ``"read-only"``, ``"off"``) or a ``Sandbox``
             (network, required, auto_allow; issue 27). Default ``"off"``.

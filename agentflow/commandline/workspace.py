@@ -123,7 +123,7 @@ class Workspace:
 
     def resolve(self, path: str) -> str:
         """``path`` as the OS will open it: absolute, ``~`` the home folder, ``..``
-        collapsed, symlinks followed (``agentflow.paths.resolve``, which the policy's
+        collapsed, symlinks followed (``agentflow.commandline.paths.resolve``, which the policy's
         rules use too, SPEC R19 addendum).
 
         Args:
@@ -292,7 +292,7 @@ class Workspace:
         """Warnings about the paths a shell command names.
 
         Args:
-            command: a shell command line (str), read by ``agentflow.shell``.
+            command: a shell command line (str), read by ``agentflow.commandline.shell``.
 
         Returns:
             list[str]: one ``names <path>: …`` concern (see ``concern``) for each

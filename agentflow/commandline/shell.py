@@ -47,7 +47,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from .errors import UnreadableCommandLine
+from ..errors import UnreadableCommandLine
 
 ASCII_DIGITS = frozenset("0123456789")
 ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")

@@ -1,12 +1,12 @@
 """Running one shell command for ``run_command``: nothing it starts outlives it, nor
 agentflow (SPEC R16; issue 26, item 5).
 
-On Linux the command's parent is a small supervisor (``agentflow/supervise.py``, its
+On Linux the command's parent is a small supervisor (``agentflow/builtin/supervise.py``, its
 own process: a child subreaper is process-wide, so it is never set in the process that
 embeds agentflow). Whatever the command leaves behind (``cmd &``, ``nohup``,
 ``setsid``, a double fork) becomes the supervisor's child, and it kills them all when
 the command ends, when it is stopped (a timeout, Ctrl-C), and when agentflow dies,
-even by SIGKILL. In a sandbox (``agentflow.sandbox``) the command runs under
+even by SIGKILL. In a sandbox (``agentflow.builtin.sandbox``) the command runs under
 ``bwrap`` below the supervisor, in process ids of its own.
 
 Elsewhere on POSIX the command runs in a process group of its own, which a watcher

@@ -10,7 +10,7 @@ chooses its flags. The modes:
   ``.agentflow`` in it (read-only: a hook or a config written there would run outside
   the sandbox later; an empty ``.agentflow`` is made where there is none, so that no
   command can write the policy file the next run reads); the rest of the file system read-only; the home folder's secret
-  files and folders (``agentflow.workspace.SECRET_FILES``, the top two levels of the
+  files and folders (``agentflow.commandline.workspace.SECRET_FILES``, the top two levels of the
   home folder, agentflow's own configuration folder) and those inside the workspace
   hidden, as are files hard-linked to them; ``/run`` (where the sockets of docker, the
   session bus and the key agents live) empty; a private ``/tmp``; no network.
@@ -35,10 +35,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from .errors import SandboxError
-from .patterns import pattern_regex
+from ..errors import SandboxError
+from ..commandline.patterns import pattern_regex
 
 MODES = ("workspace-write", "read-only", "off")
+# agentflow itself (this module sits in agentflow/builtin/): read-only when in the workspace
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARDED = (".git", ".agentflow")  # read-only even in a writable workspace
 _PROBE = "agentflow-probe"  # a name inside a folder: is the folder itself secret?
 _HOME_DEPTH = 2  # ~/.ssh, ~/.config/gcloud, ~/.kube/config: every SECRET_FILES pattern
@@ -180,8 +182,8 @@ class Sandbox:
         Raises:
             SandboxError: the ``bwrap`` found on ``PATH`` is inside the workspace.
         """
-        from .policy import user_policy_path
-        from .workspace import Workspace
+        from ..policy import user_policy_path
+        from ..commandline.workspace import Workspace
         space = Workspace(workspace, secret_files)
         program = bwrap() or "bwrap"
         if os.path.commonpath([program, space.root]) == space.root:
@@ -208,7 +210,7 @@ class Sandbox:
         # from inside it when it lives in the workspace (an in-project .venv, an
         # editable install): read-only, as .git is.
         for own in sorted({os.path.realpath(p) for p in (
-                sys.prefix, sys.base_prefix, os.path.dirname(os.path.abspath(__file__)))}):
+                sys.prefix, sys.base_prefix, _PACKAGE)}):
             if space.inside(own) and own != space.root and os.path.isdir(own):
                 args += ["--ro-bind", own, own]
         secrets = _Hidden(space)
