@@ -3,7 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 # The optional extras the tests exercise, comma-separated (setup.cfg extras_require).
-TEST_EXTRAS := mcp,postgres
+TEST_EXTRAS := mcp,postgres,otel-export
+# The versions of the OpenTelemetry packages the tests run against (tests/test_tracing*.py).
+OTEL_PINS := opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2 \
+	opentelemetry-exporter-otlp-proto-http==1.45.2
 # The reference MCP filesystem server (Node) that tests/test_mcp.py runs, when npm is here.
 NODE_TOOLS := .node-tools
 NODE_STAMP := $(NODE_TOOLS)/.installed
@@ -19,7 +22,8 @@ $(STAMP): setup.cfg pyproject.toml Makefile
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "agentflow needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]' pytest rfc8785==0.1.4
+	$(VENV)/bin/python -m pip install --quiet -e '.[$(TEST_EXTRAS)]' pytest rfc8785==0.1.4 \
+		$(OTEL_PINS)
 	touch $(STAMP)
 
 # Without npm (or when the install fails) those tests skip, except under CI=true.

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from . import tracing
 from .function_invoking import FunctionInvokingChatClient
 from .session import AgentSession
 from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish, MessageRole,
@@ -85,6 +86,8 @@ class ChatClientAgent:
             later answer counts as a rejection with reason ``approval expired``.
         policy: an ``agentflow.policy.ApprovalPolicy`` or a list of them, in layer
             order, after a run's own policy and the session's grants (SPEC R19).
+        name: the agent's name (str), for traces (``gen_ai.agent.name``,
+            ``agentflow.tracing``); ``None``: ``agentflow``.
 
     Raises:
         PolicyError: a policy rule that can never match the tools (R19).
@@ -93,7 +96,8 @@ class ChatClientAgent:
     def __init__(self, chat_client, *, instructions: str | None = None,
                  tools: Iterable = (), context_providers: Iterable[ContextProvider] = (),
                  options: AgentRunOptions | None = None, approval_ttl: float | None = None,
-                 policy=None):
+                 policy=None, name: str | None = None):
+        self.name = name
         if isinstance(chat_client, FunctionInvokingChatClient):
             if list(tools) or approval_ttl is not None or policy is not None:
                 raise ValueError("give tools, approval_ttl and policy to the "
@@ -171,15 +175,22 @@ class ChatClientAgent:
             session.running[call.id] = {"tool": call.name, "started_at": time.time()}
             session.checkpoint(changed=True)
 
+        traced = tracing.start(self.name, session, self.chat_client)
+        audited = len(session.approvals.audit)
         updates = self.chat_client.run(
             prompt, options, on_message=on_message, approvals=session.approvals,
             new_messages=new_input, on_call_start=on_call_start,
             started_calls=set(session.running),
             on_records=lambda: session.checkpoint(changed=True))
+        if traced is not None:
+            updates = traced.stepping(updates)
         with contextlib.closing(updates):  # a caller's close() reaches the loop at once
             for update in updates:
                 if isinstance(update, Finish):
                     session.checkpoint()  # the approval records, input stored at the end
+                    if traced is not None:
+                        traced.answered([r for r in session.approvals.audit[audited:]
+                                         if r.outcome in tracing.HUMAN_OUTCOMES])
                 yield update
         for provider in self.context_providers:
             provider.on_invoked(list(new_input), added, session)

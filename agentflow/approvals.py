@@ -42,7 +42,8 @@ from .types import ChatMessage, Grant, ToolApprovalRequest, ToolApprovalResponse
 EXPIRED_REASON = "approval expired"
 OLD_SCHEME = "schema-2"  # the digest scheme of records a schema-2 session holds (R23)
 # A pending record's inbox fields, left out of the stored form when unset.
-_SHOWN = ("description", "parameters", "preview", "subject", "mcp_tool", "exact_rules")
+_SHOWN = ("description", "parameters", "preview", "subject", "mcp_tool", "exact_rules",
+          "traceparent")
 
 
 def utc_iso(timestamp: float) -> str:
@@ -96,6 +97,7 @@ class PendingApproval:
     subject: str | None = None
     mcp_tool: str | None = None
     exact_rules: list | None = None
+    traceparent: str | None = None  # the pausing run's trace (W3C), for tracing.py
 
     def matches(self, call: ToolCall) -> bool:
         """Whether the record is still that of ``call``: same id, tool and arguments
@@ -145,6 +147,7 @@ class RecordedAnswer:
     grant: list | None = None
     request_id: str | None = None
     refused: str | None = None
+    traceparent: str | None = None  # the answer's span (W3C), for tracing.py
 
     def response(self) -> ToolApprovalResponse:
         """The ``ToolApprovalResponse`` a resume runs with (SPEC R4).
@@ -465,7 +468,8 @@ class ApprovalLedger:
         if self.grants:
             data["grants"] = [asdict(g) for g in self.grants]
         if self.answers:
-            data["answers"] = [asdict(a) for a in self.answers]
+            data["answers"] = [{k: v for k, v in asdict(a).items()
+                                if v is not None or k != "traceparent"} for a in self.answers]
         if self.held:
             data["held"] = [dict(m) for m in self.held]
         return data

@@ -150,6 +150,7 @@ class ChunkAssembler:
         self._taken = set(taken_ids)
         self._raw_finish: str | None = None
         self.usage: Usage | None = None
+        self.model: str | None = None  # the chunks' own "model" (traces' response model)
         self.finish_reason: FinishReason | None = None
         self.quirks: list[str] = []
         self.extra: dict = {}
@@ -329,6 +330,8 @@ class ChunkAssembler:
         if chunk.get("error"):
             raise error_from_body(chunk, "the provider reported an error mid-stream")
         self._take_usage(chunk)
+        if type(chunk.get("model")) is str and chunk["model"]:
+            self.model = chunk["model"]
         choices = self._list(chunk.get("choices"), "choices")
         if not choices:
             self._quirk("chunk with empty choices")
@@ -595,7 +598,7 @@ class ChunkAssembler:
         # refuse an assistant message whose content is null without tool calls (SPEC §6).
         content = self.text or (None if calls else "")
         message = ChatMessage.assistant(content, calls, self.reasoning or None, self.extra)
-        updates.append(Finish(reason, self.usage, message))
+        updates.append(Finish(reason, self.usage, message, model=self.model))
         return updates
 
 

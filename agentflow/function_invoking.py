@@ -88,7 +88,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Iterator, Sequence
 
-from . import gate
+from . import gate, tracing
 from .approvals import ApprovalLedger
 from .errors import LoopStateError, ProviderError
 from .policy import ApprovalPolicy
@@ -439,7 +439,11 @@ class FunctionInvokingChatClient:
         options = (run.options if tools_enabled
                    else dataclasses.replace(run.options, tool_choice="none"))
         finish = None
-        for update in self.inner.run(run.messages, options, tools=self.tools):
+        updates = self.inner.run(run.messages, options, tools=self.tools)
+        traced = tracing.current()
+        if traced is not None:
+            updates = traced.chat(updates, options)
+        for update in updates:
             if isinstance(update, Finish):
                 finish = update  # R9: the provider's finish is ours to interpret
             else:
@@ -466,6 +470,9 @@ class FunctionInvokingChatClient:
         run.verdicts, requests = gate.gate_turn(run.calls, self._by_name, self._layers(run),
                                                 run.approvals, self.clock(),
                                                 self.approval_ttl, run.started)
+        traced = tracing.current()
+        if requests and traced is not None:  # its context goes into the pause's records
+            traced.paused(run.approvals, requests)
         if run.turn is not None:  # R23: the turn and its records in one write
             run.store(run.turn)
         elif requests and run.approvals is not None:
@@ -526,5 +533,13 @@ class FunctionInvokingChatClient:
     def _invoke(self, run: RunState, call: ToolCall) -> Outcome:
         """Run one call (R13, R14), written ahead (R16): ``run_tool`` with this run's
         write-ahead record, and the interrupted result stored if the tool is stopped."""
-        return run_tool(self._tool(call.name), call, run.record_start, lambda: run.store(
-            ChatMessage.tool(interrupted_text(call.name), call.id)))
+        tool = self._tool(call.name)
+        traced = tracing.current()
+        if traced is None:
+            return run_tool(tool, call, run.record_start, lambda: run.store(
+                ChatMessage.tool(interrupted_text(call.name), call.id)))
+        with traced.tool_started(call, tool) as span:
+            outcome = run_tool(tool, call, run.record_start, lambda: run.store(
+                ChatMessage.tool(interrupted_text(call.name), call.id)))
+            span.done(outcome)
+        return outcome

@@ -413,11 +413,14 @@ class Finish(AgentResponseUpdate):
         message: on a provider client's ``Finish`` (one model turn), the assembled
             assistant ``ChatMessage`` of that turn, which the tool loop stores as it
             is; ``None`` on the ``Finish`` a caller of ``run`` sees. Not compared.
+        model: on a provider client's ``Finish``, the ``model`` its chunks named (the
+            model that answered, for traces), or ``None``. Not compared.
     """
 
     finish_reason: FinishReason
     usage: Usage | None = None
     message: ChatMessage | None = field(default=None, compare=False, repr=False)
+    model: str | None = field(default=None, compare=False, repr=False)
 
 
 # -- the caller's side ---------------------------------------------------------------

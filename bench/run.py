@@ -26,6 +26,7 @@ import peers  # noqa: E402
 import scale  # noqa: E402
 import startup  # noqa: E402
 import stores  # noqa: E402
+import tracing  # noqa: E402
 from common import SOURCE, runs, summary  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "RESULTS.md"
@@ -226,6 +227,13 @@ def main() -> int:
     print("the approval inbox ...", flush=True)
     lines += ["", "## 11. The approval inbox", ""] + INBOX_TEXT
     lines += inbox.table(inbox.main())
+
+    print("tracing ...", flush=True)
+    lines += ["", f"## 12. Tracing ({tracing.ROUNDS} tool rounds)", "",
+              "The loop's cost with OpenTelemetry tracing (bench/tracing.py): without the "
+              "extra, with the API and no provider, and with the SDK exporting to nowhere or "
+              "to memory; the four take turns in each run. Goal: off ≤ 1.05×, on ≤ 1.3×.", ""]
+    lines += tracing.table(tracing.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]

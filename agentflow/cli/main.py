@@ -18,6 +18,9 @@ import sys
 
 from ..display import safe_text
 
+# The commands whose runs and answers are traced (OTEL_* variables, cli/telemetry.py).
+TRACED = ("chat", "worker", "inbox", "pending", "demo")
+
 
 def main(argv=None) -> int:
     """The ``agentflow`` command line.
@@ -100,6 +103,8 @@ def main(argv=None) -> int:
     if args.command is None:  # a bare `agentflow`: what it can do, not a usage error
         parser.print_help()
         return 0
+    from .telemetry import configure
+    shutdown = configure() if args.command in TRACED else (lambda: None)
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
@@ -108,6 +113,8 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # `agentflow ... | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        shutdown()  # the spans still queued are sent (a worker's last resume)
 
 
 def _chat_doc() -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+from .. import tracing
 from ..approvals import AuditRecord, PendingApproval, RecordedAnswer, utc_iso
 from ..errors import ApprovalError, PolicyError
 from ..schema import schema_errors
@@ -86,7 +87,11 @@ def record_answers(session: AgentSession, session_id: str, responses,
             waiting = ", ".join(records) or "none"
             raise _refused(call_id, f"it does not wait for approval in session {session_id!r} "
                                     f"(waiting: {waiting})")
-        recorded.append(_checked(record, response, now))
+        answer = _checked(record, response, now)
+        answer.traceparent = tracing.answer_span(
+            record.traceparent, call_id, record.tool, answer.approved, answer.approver,
+            answer.arguments is not None, now - record.issued_at)
+        recorded.append(answer)
     ledger.answers = [a for a in ledger.answers if a.call_id not in seen] + recorded
     return recorded
 
