@@ -342,13 +342,27 @@ class RunTrace:
     # -- helpers -----------------------------------------------------------------------
 
     def masked(self, text: str) -> str:
-        """``text`` cut to ``CONTENT_CAP`` characters with every secret masked (R26)."""
+        """Content as it may be recorded (SPEC R26, R27).
+
+        Args:
+            text: a tool's arguments or result, a message (str).
+
+        Returns:
+            str: cut to ``CONTENT_CAP`` characters, every run of six or more characters
+            of the API key or of a secret-named variable's value masked.
+        """
         for secret in self._secrets:
             text = scrub(text, secret)
         return text if len(text) <= CONTENT_CAP else text[:CONTENT_CAP] + "…"
 
     def failed(self, span, exc: BaseException) -> None:
-        """Mark ``span`` failed by ``exc`` (``error.type`` = its class name)."""
+        """Mark a span failed.
+
+        Args:
+            span: the OpenTelemetry span.
+            exc: the exception that ended its work; ``error.type`` is its class name and
+                the status description its (masked) message.
+        """
         from opentelemetry.trace import Status, StatusCode
 
         span.set_attribute("error.type", type(exc).__name__)

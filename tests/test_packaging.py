@@ -113,7 +113,7 @@ def test_update_types_are_dataclasses_of_the_base():
         "ToolResult": ["call_id", "name", "result"],
         "ToolApprovalRequest": ["call_id", "name", "arguments", "description", "digest",
                                 "request_id"],
-        "Finish": ["finish_reason", "usage", "message"],
+        "Finish": ["finish_reason", "usage", "message", "model"],  # the last two: a turn's
     }
     for name, fields in expected.items():
         cls = getattr(agentflow, name)
@@ -261,7 +261,8 @@ def test_from_openai_with_string_role():
 # -- standard library only ------------------------------------------------------------------
 
 ALLOWED_THIRD_PARTY = {"requests", "urllib3"}
-EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"}}  # an optional extra's package
+EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"},  # an optional extra's package
+                 "tracing.py": {"opentelemetry"}, "telemetry.py": {"opentelemetry"}}
 
 
 def _top_level_imports(path: pathlib.Path) -> set[str]:
@@ -296,11 +297,12 @@ def test_module_imports_only_stdlib_and_requests(path):
 
 def test_the_distribution_provides_the_agentflow_package_and_command():
     """The distribution installs the ``agentflow`` import package and its console script,
-    and keeps the extras' names (``[mcp]``, ``[postgres]``)."""
+    and keeps the extras' names (``[mcp]``, ``[postgres]``, ``[otel]``, ``[otel-export]``)."""
     dist = importlib.metadata.distribution(DISTRIBUTION)
     scripts = {e.name: e.value for e in dist.entry_points if e.group == "console_scripts"}
     assert scripts == {"agentflow": "agentflow.cli.main:main"}
-    assert set(dist.metadata.get_all("Provides-Extra")) == {"mcp", "postgres"}
+    assert set(dist.metadata.get_all("Provides-Extra")) == {"mcp", "postgres", "otel",
+                                                            "otel-export"}
 
 
 def test_the_readme_never_installs_the_unrelated_agentflow_from_the_index():
