@@ -6,10 +6,11 @@ hands it and the run's input to the ``FunctionInvokingChatClient``, forwards eve
 update, and appends each new message to the session as the loop reports it. Where the
 input goes (R6) and when it is stored (R10) is the loop's business, in one place.
 
-The agent keeps the session's write-ahead record (R16): a call the loop is about to
-run goes into ``session.running`` and its result takes it out. For a session opened
-from a store it saves (``session.checkpoint()``) after every step: each message the
-loop stores, each call about to run, and before the final ``Finish``.
+The loop writes through a ``SessionJournal`` (``journal.py``): each message it stores
+joins the session, a call about to run goes into ``session.running`` (the write-ahead
+record, R16) and its result takes it out, and a session opened from a store is saved
+(``session.checkpoint()``) after every step: each message the loop stores, each call
+about to run, the gate's records, and before the final ``Finish``.
 
 A context provider is code that adds to the prompt before a run and sees what the run
 produced after it (R1): a memory, a retrieval step or a clock are typical ones.
@@ -18,15 +19,14 @@ produced after it (R1): a memory, a retrieval step or a clock are typical ones.
 from __future__ import annotations
 
 import contextlib
-import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from . import tracing
 from .function_invoking import FunctionInvokingChatClient
+from .journal import SessionJournal
 from .session import AgentSession
-from .types import (AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish, MessageRole,
-                    ToolCall)
+from .types import AgentResponseUpdate, AgentRunOptions, ChatMessage, Finish
 
 
 @dataclass
@@ -160,40 +160,21 @@ class ChatClientAgent:
                     prompt.append(ChatMessage.system(context.instructions))
                 prompt.extend(context.messages)
         prompt += session.messages
-        added: list[ChatMessage] = []
-        given = {id(message) for message in new_input}
-
-        def on_message(message: ChatMessage) -> None:
-            session.messages.append(message)
-            if message.role is MessageRole.TOOL:
-                session.running.pop(message.tool_call_id, None)  # its result is in (R16)
-            if id(message) not in given:  # the input is saved with the model's turn
-                added.append(message)
-                session.checkpoint(changed=True)
-
-        def on_call_start(call: ToolCall) -> None:  # written ahead of the tool (R16)
-            session.running[call.id] = {"tool": call.name, "started_at": time.time()}
-            session.checkpoint(changed=True)
-
+        journal = SessionJournal(session, new_input)
         traced = tracing.start(self.name, session, self.chat_client)
         audited = len(session.approvals.audit)
-        updates = self.chat_client.run(
-            prompt, options, on_message=on_message, approvals=session.approvals,
-            new_messages=new_input, on_call_start=on_call_start,
-            started_calls=set(session.running),
-            on_records=lambda: session.checkpoint(changed=True))
+        updates = self.chat_client.run(prompt, options, journal, new_input)
         if traced is not None:
             updates = traced.stepping(updates)
         with contextlib.closing(updates):  # a caller's close() reaches the loop at once
             for update in updates:
-                if isinstance(update, Finish):
-                    session.checkpoint()  # the approval records, input stored at the end
-                    if traced is not None:
-                        traced.answered([r for r in session.approvals.audit[audited:]
-                                         if r.outcome in tracing.HUMAN_OUTCOMES])
+                if isinstance(update, Finish) and traced is not None:
+                    # the journal saved the session just before the Finish (finished())
+                    traced.answered([r for r in session.approvals.audit[audited:]
+                                     if r.outcome in tracing.HUMAN_OUTCOMES])
                 yield update
         for provider in self.context_providers:
-            provider.on_invoked(list(new_input), added, session)
+            provider.on_invoked(list(new_input), journal.added, session)
 
 
 def _as_messages(messages) -> list[ChatMessage]:

@@ -52,7 +52,8 @@ table does not list raises ``LoopStateError``::
   audit trail. If any call must ask, emit one ``ToolApprovalRequest`` per such call
   and stop; nothing of that turn runs (R3, R5). The verdicts are stored with the
   pending approvals (why each asks, which were denied), so the resume never decides
-  again. The assistant message was already stored, so the pause is a saved state.
+  again. The gate makes those records first and then stores the assistant message, in
+  one write, before the first request is yielded: the pause is a saved state.
 * **INVOKING_TOOLS** (``_invoke_all``). Run every call in order (R2), except those a
   policy denied (``Rejected: denied by policy (<rule>)``); failures and bad calls
   become ``Error: …`` results (R13, R14). Then the model again, unless the round limit
@@ -64,20 +65,37 @@ table does not list raises ``LoopStateError``::
   failed step stored nothing (R10). A caller that stops iterating (closes the
   generator) is not a failure: the machine simply goes no further.
 
-Every message is handed to ``on_message`` as soon as its step completes (R10), which is
-how ``ChatClientAgent`` persists the session: the run's input together with the first
-completed model turn (or at the end, when no model call completes), then each assistant
-message and each tool result.
+What is stored when
+-------------------
+The loop writes through one ``Journal`` (``journal.py``; ``ChatClientAgent`` passes a
+``SessionJournal``, which saves the session after each write), at these moments only:
+
+* START stores nothing; the run's input waits (``unsaved``).
+* RESUMING: for each pending call, ``call_started(call)`` right before its tool runs
+  (never for a call answered without running), then ``message(result)`` (R10, R16);
+  then the input an earlier run gave while its pause was made (R23), as messages.
+* CALLING_MODEL: a turn that ends the run (no calls, or calls that never run, R13,
+  R14) is stored at once: the run's input first, then the turn, one ``message`` each.
+  A turn with calls to judge is not stored here.
+* AT_GATE: the gate writes its records into ``journal.approvals`` first; then the
+  turn is stored (the input first, then the turn): records and turn reach the journal
+  before any request is yielded. A stored turn judged again (R23) that pauses holds
+  the run's input in the ledger instead, and ``records()`` is called.
+* INVOKING_TOOLS: per call, ``call_started(call)`` before its tool runs, then
+  ``message(result)``; a result given without running (denied, interrupted) is
+  only the ``message``.
+* The end: the input not yet stored (no model turn completed), then ``finished()``,
+  then the ``Finish`` is yielded. A step that fails stores nothing more (R10).
 
 At most once, across crashes (R16). Running a tool is the one step that cannot be
-undone, so it is written ahead: right before a tool runs, the call is handed to
-``on_call_start``, which records durably that it started (the agent saves the session);
-its result, stored as usual, closes that record. A crash in between leaves a call that
-started and has no result; the next run is told so (``started_calls``) and, in
-RESUMING, answers it ``Error: interrupted: <tool> may have partly run and was not run
-again`` instead of running it, unless the tool is idempotent. ``KeyboardInterrupt`` or
-``SystemExit`` inside a tool store that same result before they propagate. The loop
-never knows where sessions live: persisting is the callbacks' business.
+undone, so it is written ahead: ``call_started`` records durably that the call
+started (the agent saves ``session.running``); its result, stored as usual, closes
+that record. A crash in between leaves a call that started and has no result; the
+next run is told so (``journal.started``) and, in RESUMING, answers it
+``Error: interrupted: <tool> may have partly run and was not run again`` instead of
+running it, unless the tool is idempotent. ``KeyboardInterrupt`` or ``SystemExit``
+inside a tool store that same result before they propagate. The loop never knows
+where sessions live: persisting is the journal's business.
 """
 
 from __future__ import annotations
@@ -86,11 +104,12 @@ import dataclasses
 import enum
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import gate, tracing
 from .approvals import ApprovalLedger
 from .errors import LoopStateError, ProviderError
+from .journal import Journal
 from .policy import ApprovalPolicy
 from .session import pending_calls
 from .tools import FunctionTool, Outcome, Tool, interrupted_text, run_tool
@@ -191,19 +210,14 @@ class RunState:
 
     ``messages`` is the prompt the model sees next; ``later`` what joins it once the
     pending calls are answered (R6); ``unsaved`` the run's input not yet handed to
-    ``on_message`` (R10). ``on_call_start`` makes a call's start durable before its
-    tool runs; ``started`` holds the ids of calls an earlier run started and never
-    finished (R16). ``rounds`` counts model rounds (R8), ``failed_rounds``
+    the ``journal`` (R10), which also holds the ledger (``approvals``) and the ids of
+    calls an earlier run started and never finished (``started``, R16). ``rounds`` counts model rounds (R8), ``failed_rounds``
     consecutive rounds in which every call failed (R13); ``usage`` sums tokens.
     """
 
     messages: list[ChatMessage]
     options: AgentRunOptions
-    on_message: Callable[[ChatMessage], None]
-    approvals: ApprovalLedger | None
-    on_call_start: Callable[[ToolCall], None] = lambda call: None
-    on_records: Callable[[], None] = lambda: None
-    started: frozenset = frozenset()
+    journal: Journal
     later: list[ChatMessage] = field(default_factory=list)
     unsaved: list[ChatMessage] = field(default_factory=list)
     pending: list[ToolCall] = field(default_factory=list)
@@ -217,6 +231,16 @@ class RunState:
     usage: Usage | None = None
     finish_reason: FinishReason = FinishReason.STOP
 
+    @property
+    def approvals(self) -> ApprovalLedger | None:
+        """The journal's ``ApprovalLedger``, or ``None`` (only the history is checked)."""
+        return self.journal.approvals
+
+    @property
+    def started(self) -> frozenset:
+        """Ids (str) of calls an earlier run started and never finished (R16)."""
+        return self.journal.started
+
     def store(self, message: ChatMessage) -> None:
         """Add a message to the prompt and hand it over for persisting (SPEC R10); the
         run's input goes first, with the first completed model turn.
@@ -228,21 +252,21 @@ class RunState:
         if message.role is MessageRole.ASSISTANT:
             self.store_input()
         self.messages.append(message)
-        self.on_message(message)
+        self.journal.message(message)
 
     def record_start(self, call: ToolCall) -> None:
         """The write-ahead record (SPEC R16), before the call's tool runs.
 
         Args:
-            call: the ``ToolCall`` about to run; ``on_call_start`` saves that it
-                started. An exception from it stops the run before the tool runs.
+            call: the ``ToolCall`` about to run; ``journal.call_started`` saves that
+                it started. An exception from it stops the run before the tool runs.
         """
-        self.on_call_start(call)
+        self.journal.call_started(call)
 
     def store_input(self) -> None:
-        """Hand the run's input not yet persisted to ``on_message``, once (SPEC R10)."""
+        """Hand the run's input not yet persisted to the journal, once (SPEC R10)."""
         for message in self.unsaved:
-            self.on_message(message)
+            self.journal.message(message)
         self.unsaved.clear()
 
     def next_round(self) -> "LoopEvent":
@@ -330,34 +354,20 @@ class FunctionInvokingChatClient:
         return self._by_name.get(name)
 
     def run(self, messages: Sequence[ChatMessage], options: AgentRunOptions | None = None,
-            on_message: Callable[[ChatMessage], None] | None = None,
-            approvals: ApprovalLedger | None = None,
-            new_messages: Sequence[ChatMessage] = (),
-            on_call_start: Callable[[ToolCall], None] | None = None,
-            started_calls: Collection[str] = (),
-            on_records: Callable[[], None] | None = None) -> Iterator[AgentResponseUpdate]:
+            journal: Journal | None = None,
+            new_messages: Sequence[ChatMessage] = ()) -> Iterator[AgentResponseUpdate]:
         """Run the loop; a generator of updates.
 
         Args:
             messages: the prompt so far, oldest first (instructions, context, history).
             options: ``AgentRunOptions``; its ``tool_approval_responses`` answer a
                 paused turn (R4).
-            on_message: called with each new message as its step completes (R10):
-                ``new_messages`` with the first completed model turn, then every
-                assistant and tool message.
-            approvals: the session's ``ApprovalLedger``, which binds each decision to
-                the call it was asked for (``approvals.py``); without it only the
-                history is checked.
+            journal: the ``Journal`` the run writes to and reads the ledger and the
+                started calls from (the module docstring says what is stored when);
+                ``None``: a fresh in-memory ``Journal()``, without a ledger.
             new_messages: this run's input; placed after the results of any pending
-                calls, never between a tool-call message and its results (R6).
-            on_call_start: called with each ``ToolCall`` right before its tool runs;
-                it must record durably that the call started (R16). An exception from
-                it stops the run before the tool runs.
-            started_calls: ids (str) of calls that an earlier run started and never
-                finished; they are answered ``Error: interrupted: …`` (R16).
-            on_records: called when the gate recorded a pause in ``approvals`` that no
-                new message carries (a stored turn judged again, R23); it must persist
-                the ledger before the first ``ToolApprovalRequest`` is yielded.
+                calls, never between a tool-call message and its results (R6), and
+                stored with the first completed model turn (R10).
 
         Yields:
             The caller-visible updates; the last is always one ``Finish`` whose reason
@@ -374,12 +384,8 @@ class FunctionInvokingChatClient:
                 ``Error: interrupted: …`` result was stored (R16).
         """
         run = RunState(list(messages), options or AgentRunOptions(),
-                       on_message or (lambda message: None), approvals,
-                       unsaved=list(new_messages), started=frozenset(started_calls))
-        if on_call_start is not None:
-            run.on_call_start = on_call_start
-        if on_records is not None:
-            run.on_records = on_records
+                       journal if journal is not None else Journal(),
+                       unsaved=list(new_messages))
         machine = LoopMachine(self.on_transition)
         try:
             while machine.state not in TERMINAL:
@@ -391,6 +397,7 @@ class FunctionInvokingChatClient:
             machine.fire(LoopEvent.ERROR)
             raise
         run.store_input()
+        run.journal.finished()
         yield Finish(run.finish_reason, run.usage)
 
     # -- the steps, one per state ------------------------------------------------------
@@ -480,7 +487,7 @@ class FunctionInvokingChatClient:
             run.approvals.hold(run.unsaved)
             run.later = [m for m in run.later if all(m is not u for u in run.unsaved)]
             run.unsaved.clear()
-            run.on_records()
+            run.journal.records()
         if not requests:
             return LoopEvent.NO_APPROVAL_NEEDED
         yield from requests  # R3: nothing of this turn runs

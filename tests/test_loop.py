@@ -11,6 +11,7 @@ from agentflow import (
     TextDelta, ToolApprovalRequest, ToolApprovalResponse, ToolCallEnd, ToolResult, tool)
 from agentflow.errors import LoopStateError
 from agentflow.function_invoking import LoopEvent, LoopState
+from agentflow.journal import Journal
 from agentflow.types import Usage
 from agentflow.function_invoking import LoopMachine, TRANSITIONS
 from agentflow.testing.replay import Reply, chat_stream
@@ -580,10 +581,10 @@ def test_the_decorator_can_be_used_without_an_agent(make_agent):
     tools = Counter()
     agent, server = make_agent([chat_stream(tool_calls=[("a", "echo", args(text="hi"))]), FINAL])
     client = FunctionInvokingChatClient(agent.chat_client.inner, tools.all)
-    seen = []
-    updates = collect(client.run([ChatMessage.user("go")], on_message=seen.append))
+    journal = Journal()
+    updates = collect(client.run([ChatMessage.user("go")], journal=journal))
     assert finish_of(updates).finish_reason is FinishReason.STOP
-    assert roles(seen) == ["assistant", "tool", "assistant"]
+    assert roles(journal.messages) == ["assistant", "tool", "assistant"]
 
 
 # -- issue 10: the machine drives the run ------------------------------------------------------
