@@ -1,7 +1,7 @@
 """agentflow: a small synchronous LLM agent whose risky tool calls wait for a human.
 
-The contract is SPEC.md (rules R1…R22); the names below are the ones its §3 puts in a
-caller's hands. Everything else is reachable by module path, as in ``requests``:
+The contract is SPEC.md (its numbered rules are what "SPEC R7" cites); the names below
+are the ones its §3 puts in a caller's hands. Everything else is reachable by module path, as in ``requests``:
 ``agentflow.function_invoking.LoopState``, ``agentflow.approvals.ApprovalLedger``,
 ``agentflow.canonical.arguments_digest``, ``agentflow.errors.ProviderTimeoutError`` …
 """

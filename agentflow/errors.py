@@ -30,9 +30,10 @@ they are stored (SPEC §6, last item). The tree::
     ├── MCPError                        an MCP server failed (server)
     │   ├── MCPTimeoutError             a tool call timed out
     │   └── MCPToolError                the tool reported a failure
-    ├── UsageError (also ValueError)    the command line asks for something impossible
-    ├── SandboxError                    a required sandbox cannot start (bwrap)
-    └── Quit                            the person chose q at the prompt (not an error)
+    └── SandboxError                    a required sandbox cannot start (bwrap)
+
+The command line adds its own two (``agentflow.cli.errors``): ``UsageError`` (also
+``ValueError``, a flag that asks for something impossible) and ``Quit`` (q at the prompt).
 
 A message that tells the caller to check or change one of their settings names it as a
 ``Setting``, not as words: ``str(error)`` says ``base_url`` or ``read_timeout=120 s`` (the
@@ -353,11 +354,6 @@ class MCPToolError(MCPError):
     server's own text."""
 
 
-class UsageError(AgentflowError, ValueError):
-    """The ``agentflow`` command line asks for something impossible: a flag's value,
-    a file it names, a combination of flags (the command exits with status 2)."""
-
-
 class SandboxError(AgentflowError):
     """A command cannot run in the sandbox it must run in (issue 27): the sandbox is
     required and ``bwrap`` cannot start here. Nothing was run."""
@@ -365,12 +361,6 @@ class SandboxError(AgentflowError):
 
 class UnreadableCommandLine(AgentflowError, ValueError):
     """The shell reader cannot fully read a command line (unbalanced quotes, a
-    redirection without a target …). Never leaves ``agentflow.commandline.shell.parse``: the line
-    comes back ``opaque`` with this message as the reason, and no allow pattern can
-    match it (SPEC R19: what cannot be read is never allowed)."""
-
-
-class Quit(AgentflowError):
-    """The person chose q at ``agentflow chat``'s approval prompt, or ended its input:
-    the chat stops and the call stays pending. Not an error; it never leaves the
-    command."""
+    redirection without a target …). Never leaves ``agentflow.commandline.shell.parse``:
+    the line comes back ``opaque`` with this message as the reason, and no allow
+    pattern can match it (SPEC R19: what cannot be read is never allowed)."""

@@ -78,11 +78,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ._durable import write_atomically
 from .commandline import command_rules, paths, shell
 from .commandline.paths import user_policy_path  # noqa: F401  (public here since SPEC R19)
 from .commandline.patterns import (BACKSLASH, glob_regex, path_matches, pattern_regex,
                                    protect, split_prefix)
+from .commandline.workspace import SECRET_FILES, Workspace
+from .durable import write_atomically
 from .errors import PolicyError
 from .types import Decision
 
@@ -645,7 +646,6 @@ def _wildcard(rule: Rule, kind: str) -> bool:
 
 
 def _secret(resolved: str, root: str, secret_files) -> str | None:
-    from .commandline.workspace import SECRET_FILES, Workspace  # workspace imports this module
     return Workspace(root, SECRET_FILES if secret_files is None else secret_files
                      ).secret(resolved)
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple, Sequence
 
 from .approvals import ApprovalLedger, approval_request
-from ._durable import write_atomically
+from .durable import write_atomically
 from .codec import encode, parse, verify
 from .errors import SessionError, SessionLockedError  # noqa: F401 - imported from here too
 from .types import ChatMessage, MessageRole, ToolApprovalRequest, ToolCall

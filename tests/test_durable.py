@@ -1,4 +1,4 @@
-"""The atomic write and the OS lock every durable file shares (``agentflow._durable``,
+"""The atomic write and the OS lock every durable file shares (``agentflow.durable``,
 SPEC R16, R22 addendum): real files, real locks, a real killed writer."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from agentflow._durable import FileLock, sweep_temporaries, write_atomically
+from agentflow.durable import FileLock, sweep_temporaries, write_atomically
 from agentflow.policy import ApprovalPolicy
 
 
@@ -28,7 +28,7 @@ def test_lock_is_exclusive_and_its_file_exists_only_while_held(tmp_path):
 def test_lock_held_by_another_process_and_dropped_by_its_death(tmp_path):
     path = str(tmp_path / "s.lock")
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from agentflow._durable import FileLock; "
+        [sys.executable, "-c", "import sys, time; from agentflow.durable import FileLock; "
          f"assert FileLock({path!r}).acquire(); print('held', flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True)
     try:

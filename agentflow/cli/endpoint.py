@@ -7,7 +7,7 @@ import os
 import re
 import shlex
 
-from ..errors import UsageError
+from .errors import UsageError
 
 _OPENAI_HOST = "api.openai.com"
 

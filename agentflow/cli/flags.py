@@ -7,7 +7,7 @@ import os
 import shlex
 
 from ..builtin.builtin_tools import BUILTIN_NAMES
-from ..errors import UsageError
+from .errors import UsageError
 from ..policy import PROJECT_FILE
 from ..profiles import PROFILES
 from ..builtin.sandbox import MODES as SANDBOX_MODES

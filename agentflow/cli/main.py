@@ -32,22 +32,63 @@ def main(argv=None) -> int:
     Returns:
         int: the exit status.
     """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # a bare `agentflow`: what it can do, not a usage error
+        parser.print_help()
+        return 0
+    from .telemetry import configure
+    shutdown = configure() if args.command in TRACED else (lambda: None)
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `agentflow ... | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    finally:
+        shutdown()  # the spans still queued are sent (a worker's last resume)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``agentflow`` command's arguments: one sub-command each (the module docstring).
+
+    Returns:
+        argparse.ArgumentParser: parses ``argv`` into a namespace whose ``command`` is
+        the sub-command's name, or ``None`` for a bare ``agentflow``.
+    """
     parser = argparse.ArgumentParser(prog="agentflow", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     from .. import __version__
     parser.add_argument("--version", action="version", version=f"agentflow {__version__}")
     commands = parser.add_subparsers(dest="command")
+    _add_chat(commands)
+    _add_demo(commands)
+    _add_inspect_stream(commands)
+    _add_store_commands(commands)
+    _add_policy(commands)
+    return parser
+
+
+def _add_chat(commands) -> None:
     from .chat import add_arguments
     chat = commands.add_parser(
         "chat", help="chat with any OpenAI-compatible endpoint; approve tool calls at a prompt",
         description=_chat_doc(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(chat)
+
+
+def _add_demo(commands) -> None:
     demo = commands.add_parser(
         "demo", help="the approval flow over real HTTP against a built-in replay server")
     decision = demo.add_mutually_exclusive_group()
     decision.add_argument("--approve", action="store_true", help="approve without asking")
     decision.add_argument("--deny", nargs="?", const="", metavar="REASON",
                           help="reject without asking, with an optional reason")
+
+
+def _add_inspect_stream(commands) -> None:
     inspect = commands.add_parser(
         "inspect-stream", help="print what a recorded SSE body assembles to, and the "
                                "provider quirks it needed")
@@ -55,6 +96,10 @@ def main(argv=None) -> int:
     inspect.add_argument("--profile", help="the provider profile to show the next request "
                                            "with (default: guessed from --base-url)")
     inspect.add_argument("--base-url", help="the API root the stream came from")
+
+
+def _add_store_commands(commands) -> None:
+    """``pending``, ``show``, ``inbox`` and ``worker``: the commands that read a store."""
     pending = commands.add_parser(
         "pending", help="list the calls waiting for approval in a session store, oldest first")
     pending.add_argument("--store", required=True, metavar="URL",
@@ -81,6 +126,9 @@ def main(argv=None) -> int:
     add_worker_arguments(commands.add_parser(
         "worker", help="resume the sessions of a store whose waiting calls were answered "
                        "(agentflow inbox), with the chat's built-in tools and --mcp servers"))
+
+
+def _add_policy(commands) -> None:
     policy = commands.add_parser(
         "policy", help="test approval policy rules without running a model")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
@@ -99,22 +147,6 @@ def main(argv=None) -> int:
                        metavar="NAME[.TOOL]=ask|run",
                        help="as agentflow chat --mcp-approval: override a server's "
                             "annotations")
-    args = parser.parse_args(argv)
-    if args.command is None:  # a bare `agentflow`: what it can do, not a usage error
-        parser.print_help()
-        return 0
-    from .telemetry import configure
-    shutdown = configure() if args.command in TRACED else (lambda: None)
-    try:
-        return _dispatch(args)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `agentflow ... | head`: the reader left; no traceback
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    finally:
-        shutdown()  # the spans still queued are sent (a worker's last resume)
 
 
 def _chat_doc() -> str:

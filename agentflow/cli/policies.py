@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from ..policy import PROJECT_FILE
-from ..errors import UsageError
+from .errors import UsageError
 from .trust import digest_of, is_trusted_digest, trust, trusted_project, without_allows
 
 

@@ -27,7 +27,8 @@ def policy_check(call: str, policy_file: str | None, mcp_specs=(), mcp_approval=
     """
     import contextlib
     from .servers import start_mcp_servers
-    from ..errors import AgentflowError, UsageError
+    from ..errors import AgentflowError
+    from .errors import UsageError
     from ..policy import Rule, PolicyError
     try:
         parsed = Rule.parse(call)
@@ -55,7 +56,7 @@ def _decision(call: str, parsed, policy_file: str | None, mcp_tools: list) -> in
     """The rest of ``_policy_check``, while its MCP servers run."""
     from ..builtin.builtin_tools import builtin_tools
     from .policies import policy_layers
-    from ..errors import UsageError
+    from .errors import UsageError
     from ..gate import gate_verdict, layers_in_order
     from ..policy import PolicyError, policy_name
     from ..types import Decision

@@ -7,7 +7,7 @@ import shlex
 
 from ..display import safe_text
 from ..types import ToolApprovalResponse
-from ..errors import UsageError
+from .errors import UsageError
 from .paste import without_password
 from .settings import user_name
 

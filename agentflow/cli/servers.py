@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from ..display import safe_text
-from ..errors import UsageError
+from .errors import UsageError
 
 
 def approval_overrides(values) -> dict:

@@ -7,7 +7,8 @@ import json
 import shlex
 
 from ..session import SCHEMA_VERSION, AgentSession, SessionError, SessionLockedError
-from ..errors import AgentflowError, UsageError
+from ..errors import AgentflowError
+from .errors import UsageError
 
 
 def open_session(args, stack) -> AgentSession:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..builtin.builtin_tools import BUILTIN_NAMES
-from ..errors import UsageError
+from .errors import UsageError
 
 ALWAYS = "always_approve"  # old session.state key (tools always approved): now grants
 SETTINGS = "chat"          # session.state key: the endpoint and options the chat began with

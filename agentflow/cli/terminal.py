@@ -4,7 +4,7 @@ standard library has readline, and a line that starts with a given text."""
 from __future__ import annotations
 
 from ..display import safe_text
-from ..errors import Quit
+from .errors import Quit
 
 
 def read(say, prompt: str) -> str:

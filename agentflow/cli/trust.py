@@ -30,7 +30,7 @@ import json
 import os
 import secrets
 
-from .._durable import write_atomically
+from ..durable import write_atomically
 from ..display import safe_text
 from ..errors import PolicyError
 from ..policy import ApprovalPolicy, user_policy_path

@@ -20,7 +20,8 @@ import os
 import sys
 import time
 
-from ..errors import ApprovalError, SessionConflictError, SessionLockedError, UsageError
+from ..errors import ApprovalError, SessionConflictError, SessionLockedError
+from .errors import UsageError
 from ..stores import open_store
 from ..stores.answers import ready_responses, refuse_answers
 

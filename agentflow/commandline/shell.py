@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from ..errors import UnreadableCommandLine
 
 ASCII_DIGITS = frozenset("0123456789")
-ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would accept a final newline
 _PRINTABLE = frozenset(chr(c) for c in range(0x20, 0x7f))
 _WRITING = {">", ">>", ">|", "<>"}

@@ -33,7 +33,7 @@ import contextlib
 import os
 import re
 
-from .._durable import FileLock, sweep_temporaries, write_atomically
+from ..durable import FileLock, sweep_temporaries, write_atomically
 from ..errors import SessionIntegrityError, SessionLockedError
 from ..session import AgentSession, decode, file_identity
 from .base import SessionStore, check_session_id, conflict

@@ -29,7 +29,7 @@ SQLite (standard library ``sqlite3``) runs in WAL mode with ``synchronous=FULL``
 write is durable when it returns, readers never block the writer, and several
 processes on one machine share the file safely (``BEGIN IMMEDIATE`` takes the write
 lock up front, ``timeout`` seconds of waiting for it). Its lease is an OS lock on
-``PATH-locks/<sha256 of the id>.lock`` beside the database (``_durable.FileLock``),
+``PATH-locks/<sha256 of the id>.lock`` beside the database (``durable.FileLock``),
 which the kernel drops when its holder dies; one machine, as SQLite itself.
 
 PostgreSQL (``psycopg`` 3, the extra ``agentflow[postgres]``, imported only when a

@@ -1,6 +1,7 @@
 """What survives a crash: the atomic file write and the OS lock (SPEC R10, R16, R22).
 
-Private: the session files, the file and SQLite stores and policy files use it.
+The session files, the file and SQLite stores, policy files and the command line's trust
+file use it: one write that a crash cannot tear, for every file agentflow keeps.
 
 ``write_atomically`` replaces a file so that a crash, a kill or a power loss leaves the
 old content or the new, never half of one: a temporary file in the same folder,
