@@ -208,7 +208,9 @@ class AuditRecord:
     UTC ISO 8601 strings. ``why`` says why the call needed approval or ran without
     it; ``rule`` and ``layer`` name the policy rule that decided; ``edited_digest`` is
     the digest of the arguments a human edited the call to (R20), ``digest`` staying
-    that of the arguments shown; ``grant`` the rule a human granted with the decision."""
+    that of the arguments shown; ``grant`` the rule a human granted with the decision;
+    ``request_id`` the pause the decided record belonged to (SPEC R23, R24: a pause
+    whose other records are still pending was cut short in the middle of its resume)."""
 
     call_id: str
     tool: str
@@ -223,6 +225,15 @@ class AuditRecord:
     layer: str | None = None
     edited_digest: str | None = None
     grant: str | None = None
+    request_id: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-safe form: the fields, ``request_id`` only when it has one (records
+        written before it existed read and write the same)."""
+        data = asdict(self)
+        if data["request_id"] is None:
+            del data["request_id"]
+        return data
 
 
 @dataclass
@@ -442,7 +453,7 @@ class ApprovalLedger:
             record.call_id, record.tool, record.digest, outcome, reason,
             response.approver if response is not None else None,
             utc_iso(record.issued_at), utc_iso(now), record.why, record.rule, record.layer,
-            edited_digest if may_run else None, granted))
+            edited_digest if may_run else None, granted, record.request_id))
         return Settlement(may_run, reason)
 
     def awaits(self, call_id: str) -> bool:
@@ -462,7 +473,7 @@ class ApprovalLedger:
         empty; a pending record's inbox fields only when set."""
         data = {"pending": [{k: v for k, v in _record(r).items()
                              if v is not None or k not in _SHOWN} for r in self.pending],
-                "audit": [asdict(r) for r in self.audit]}
+                "audit": [r.to_dict() for r in self.audit]}
         if self.denied:
             data["denied"] = [_record(d) for d in self.denied]
         if self.grants:

@@ -27,13 +27,19 @@ table does not list raises ``LoopStateError``::
         └──approval needed──▶ AWAITING_APPROVAL ────────────────────────────────────────┘
 
       any non-final state ──error (an exception left the step)──▶ FAILED
+      START ──calls unrecorded──▶ AT_GATE;  START ──asked again──▶ AWAITING_APPROVAL  (R23)
 
 * **START** (``_start``). The caller's approval responses are checked before anything
   runs: one that names no pending call is an ``ApprovalError`` (SPEC R11), and so is
   an ambiguous pending turn (R17), edited arguments that do not fit the tool's schema
-  or that a policy denies (R20), and a grant that can never match (R19). Calls of the
-  last tool-call turn without a result mean the previous run paused: resume.
-  Otherwise this run's input joins the prompt.
+  or that a policy denies (R20), and a grant that can never match (R19). Answers a
+  person gave that are recorded in the session (an inbox's) count as given, for the
+  calls the caller's responses leave out. Calls of the last tool-call turn without a
+  result mean the previous run paused: resume. But a run without answers of its own
+  whose pause was stopped part way through its resume (or that goes on from recorded
+  answers) asks again about the calls nobody answered, emitting their requests
+  (``asked again`` → AWAITING_APPROVAL), since an approval given only to the stopped
+  run is not in the session (R23). Otherwise this run's input joins the prompt.
 * **RESUMING** (``_resume``). Each pending call, in call order: started by an earlier
   run that never finished → ``Error: interrupted: …`` (R16, below); approved → run,
   with the edited arguments if the answer has them (the stored call is rewritten to
@@ -107,7 +113,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
 from . import gate, tracing
-from .approvals import ApprovalLedger
+from .approvals import ApprovalLedger, approval_request
 from .errors import LoopStateError, ProviderError
 from .journal import Journal
 from .policy import ApprovalPolicy
@@ -141,6 +147,7 @@ class LoopEvent(enum.Enum):
 
     CALLS_PENDING = "calls pending"            # the history ends with unanswered calls (R4)
     CALLS_UNRECORDED = "calls unrecorded"      # ... that no recorded pause holds (R23)
+    ASKED_AGAIN = "asked again"                # a stopped resume's unanswered calls (R23)
     NOTHING_PENDING = "nothing pending"
     RESULTS_ADDED = "results added"            # one round of tool results is in (R2)
     ROUND_LIMIT = "round limit"                # the next model call would exceed max_rounds (R8)
@@ -157,6 +164,7 @@ TRANSITIONS: dict[tuple[LoopState, LoopEvent], LoopState] = {
     (LoopState.START, LoopEvent.CALLS_PENDING): LoopState.RESUMING,
     (LoopState.START, LoopEvent.NOTHING_PENDING): LoopState.CALLING_MODEL,
     (LoopState.START, LoopEvent.CALLS_UNRECORDED): LoopState.AT_GATE,
+    (LoopState.START, LoopEvent.ASKED_AGAIN): LoopState.AWAITING_APPROVAL,
     (LoopState.RESUMING, LoopEvent.RESULTS_ADDED): LoopState.CALLING_MODEL,
     (LoopState.RESUMING, LoopEvent.ROUND_LIMIT): LoopState.DONE,
     (LoopState.CALLING_MODEL, LoopEvent.TURN_ENDED): LoopState.DONE,
@@ -403,10 +411,11 @@ class FunctionInvokingChatClient:
     # -- the steps, one per state ------------------------------------------------------
 
     def _start(self, run: RunState) -> Iterator[AgentResponseUpdate]:
-        yield from ()
         insert_at, pending, answered = pending_calls(run.messages)
+        given = list(run.options.tool_approval_responses)
+        recorded = gate.recorded_responses(run.approvals, pending, given, run.started)
         run.responses = gate.check_answers(
-            run.options.tool_approval_responses, pending, answered, run.started,
+            given + recorded, pending, answered, run.started,
             self._by_name, run.approvals, run.options.policy, lambda: self._layers(run))
         run.options = run.options.with_tool_approval_responses(())
         run.later = run.messages[insert_at:] + run.unsaved
@@ -415,6 +424,20 @@ class FunctionInvokingChatClient:
         if pending and gate.unrecorded(pending, run.approvals, run.started):
             run.calls = pending  # R23: judged as if the model had just made them
             return LoopEvent.CALLS_UNRECORDED
+        again = gate.asked_again(pending, run.approvals, run.responses, bool(given))
+        if again:  # R23: a resume stopped part way; its unanswered calls ask again
+            if run.unsaved:  # R6: the run's input waits behind the pause
+                run.approvals.hold(run.unsaved)
+                run.unsaved.clear()
+                run.journal.records()
+            calls = {c.id: c for c in pending}
+            for record in again:
+                tool = self._tool(record.tool)
+                yield approval_request(calls[record.call_id],
+                                       tool.description if tool else record.description or "",
+                                       record)
+            run.finish_reason = FinishReason.AWAITING_APPROVAL
+            return LoopEvent.ASKED_AGAIN
         if pending:
             if run.approvals is not None:
                 run.held = run.approvals.take_held()

@@ -302,6 +302,68 @@ def unrecorded(pending: list[ToolCall], ledger: ApprovalLedger | None,
     return [call for call in pending if call.id not in started]
 
 
+def recorded_responses(ledger: ApprovalLedger | None, pending: list[ToolCall],
+                       given: Iterable[ToolApprovalResponse],
+                       started: Collection[str]) -> list[ToolApprovalResponse]:
+    """The answers recorded in the session (an inbox's, a worker's resume that was cut
+    short) for the pending calls the caller's responses leave unanswered: a person said
+    them, so a continued run uses them (SPEC R4, R22, R23).
+
+    Args:
+        ledger: the session's ``ApprovalLedger``, or ``None`` (then there are none).
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        given: the caller's own ``ToolApprovalResponse`` objects; they win.
+        started: ids of calls an earlier run started (R16): never answered again.
+
+    Returns:
+        list[ToolApprovalResponse]: in call order; only answers that no worker refused
+        and that carry the digest of the call's pending record.
+    """
+    if ledger is None:
+        return []
+    answered = {r.call_id for r in given}
+    records = {r.call_id: r for r in ledger.pending}
+    answers = {a.call_id: a for a in ledger.answers if a.refused is None}
+    return [answers[c.id].response() for c in pending
+            if c.id in answers and c.id in records and c.id not in answered
+            and c.id not in started and answers[c.id].digest == records[c.id].digest]
+
+
+def asked_again(pending: list[ToolCall], ledger: ApprovalLedger | None,
+                responses: Mapping[str, ToolApprovalResponse],
+                caller_answered: bool) -> list:
+    """The pending records of a recorded pause that a run with no answers from its
+    caller asks about again instead of rejecting them (SPEC R23, fourth batch): the
+    pause's resume was stopped part way (another record of the same pause was already
+    decided) or the run continues from answers recorded in the session, and these
+    calls have no answer, neither given nor recorded. An approval given only to the run
+    that was stopped is not in the session, so its person is asked again; never
+    ``Rejected: User denied`` for a person who said yes.
+
+    Args:
+        pending: the pending ``ToolCall`` list of the last tool-call turn.
+        ledger: the session's ``ApprovalLedger``, or ``None`` (then: none).
+        responses: call id → the responses the run goes on with (the caller's and
+            the recorded ones).
+        caller_answered: whether the caller gave responses of its own; then R4
+            holds as always (a call it did not answer is rejected).
+
+    Returns:
+        list[PendingApproval]: the records to ask about again, in call order; empty
+        when the run resumes.
+    """
+    if ledger is None or caller_answered:
+        return []
+    records = {r.call_id: r for r in ledger.pending}
+    waiting = [records[c.id] for c in pending if c.id in records]
+    unanswered = [r for r in waiting if r.call_id not in responses]
+    if not unanswered:
+        return []
+    pauses = {r.request_id for r in waiting if r.request_id is not None}
+    cut_short = any(a.request_id in pauses for a in ledger.audit if a.request_id)
+    return unanswered if cut_short or responses else []
+
+
 def answer_at_gate(verdict: GateVerdict | None, call: ToolCall | None = None,
                    tool: Tool | None = None, started: Collection[str] = ()) -> str | None:
     """The result of a call of a turn that runs, when it must not run (SPEC R16, R19).

@@ -98,7 +98,7 @@ def item_text(kind: str, item) -> str:
     Returns:
         str: its JSON text.
     """
-    return encode(item.to_openai() if kind == "messages" else asdict(item))
+    return encode(item.to_openai() if kind == "messages" else item.to_dict())
 
 
 def change(session_id: str, session: AgentSession, revision: int, before: Written | None,
