@@ -30,7 +30,6 @@ a preview kept with a pending record for an inbox).
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Callable, Collection, Iterable, Mapping, NamedTuple
 
@@ -40,8 +39,9 @@ from .canonical import arguments_digest, canonical_json
 from .errors import ApprovalError, PolicyError, Setting
 from .policy import ApprovalPolicy
 from .schema import schema_errors
-from .tools import Tool, interrupted_text
-from .types import Decision, ToolApprovalRequest, ToolApprovalResponse, ToolCall
+from .tools import Tool, bad_call_text, interrupted_text
+from .types import (Decision, ToolApprovalRequest, ToolApprovalResponse, ToolCall,
+                    json_object)
 
 DEFAULT_REJECTION_REASON = "User denied"  # SPEC R7
 
@@ -107,21 +107,7 @@ def layers_in_order(run_policy, ledger: ApprovalLedger | None, configured: Itera
     return layers + list(configured)
 
 
-def object_or_none(text: str):
-    """The model's argument text parsed as the gate needs it.
-
-    Args:
-        text: the call's JSON arguments (str); empty means ``{}``.
-
-    Returns:
-        dict | None: the JSON object, or ``None`` when the text is not valid JSON or
-        not an object (then a tool that may ask does ask, SPEC R18).
-    """
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
+object_or_none = json_object  # the gate's name for it: None means it cannot run (R14)
 
 
 def gate_verdict(tool: Tool, arguments, layers) -> GateVerdict:
@@ -170,8 +156,9 @@ class TurnVerdict(NamedTuple):
     """The gate's answer for one model turn.
 
     Attributes:
-        verdicts: call id (str) → ``GateVerdict``; a call of an unknown tool has none
-            (it is answered as such, never run, R14).
+        verdicts: call id (str) → ``GateVerdict``; a call of an unknown tool or with
+            arguments that are not a JSON object has none (it is answered as such,
+            never run and never put to a person, R14, R18).
         requests: the ``ToolApprovalRequest`` list, in call order, of the calls that
             ask; empty when the turn runs.
     """
@@ -205,8 +192,11 @@ def gate_turn(calls: list[ToolCall], tools: Mapping[str, Tool], layers: list,
     verdicts = {}
     for call in calls:
         tool = tools.get(call.name)
-        if tool is not None and call.id not in started:
-            verdicts[call.id] = gate_verdict(tool, object_or_none(call.arguments), layers)
+        arguments = object_or_none(call.arguments)
+        # A call that cannot run (R14) is never put to a person (R18): no verdict, it
+        # gets its result when the turn runs or at the resume.
+        if tool is not None and call.id not in started and arguments is not None:
+            verdicts[call.id] = gate_verdict(tool, arguments, layers)
     asked = [c for c in calls if c.id in verdicts and verdicts[c.id].action is Decision.ASK]
     if ledger is None:
         return TurnVerdict(verdicts, [approval_request(c, tools[c.name].description)
@@ -431,6 +421,8 @@ def check_answers(responses, pending: list[ToolCall], answered: set[str],
     by_id = check_responses(responses, pending, answered, started)
     if ledger is not None:
         ledger.check(pending, by_id)
+    elif by_id:
+        check_asked(by_id, pending, tools, layers())
     check_approved_tools(by_id, pending, tools)
     if run_policy is not None:
         run_policy.check(tools)
@@ -505,6 +497,40 @@ def check_responses(responses, pending: list[ToolCall], answered: set[str],
                                    "). Nothing was executed.",
                                    call_ids=unknown + already + twice + begun)
     return by_id
+
+
+def check_asked(responses: Mapping, pending: list[ToolCall], tools: Mapping[str, Tool],
+                layers: list) -> None:
+    """Without a session's ledger, refuse answers to calls that did not ask, as the
+    ledger does (SPEC R5, R11): a sibling that needed no approval is never approved
+    into running. With no record to read, the gate judges each answered call again
+    (``gate_verdict``, the same rules, failing closed).
+
+    Args:
+        responses: call id (str) → ``ToolApprovalResponse``, from ``check_responses``.
+        pending: the pending ``ToolCall`` list, in call order.
+        tools: the agent's tools by name.
+        layers: the ``ApprovalPolicy`` layers in order (``layers_in_order``).
+
+    Raises:
+        ApprovalError: naming the calls that would not ask (a tool that needs no
+            approval, a policy's allow or deny, arguments that are not a JSON
+            object); nothing was executed.
+    """
+    never_asked = []
+    for call in pending:
+        if call.id not in responses or call.name not in tools:
+            continue  # an unknown tool's approval is check_approved_tools' to refuse
+        arguments = object_or_none(call.arguments)
+        if arguments is None or gate_verdict(tools[call.name], arguments,
+                                              layers).action is not Decision.ASK:
+            never_asked.append(call.id)
+    if never_asked:
+        raise ApprovalError(
+            f"call(s) {', '.join(never_asked)} were never put up for approval (their tool "
+            "needs none, a policy decided them, or their arguments are not a JSON object); "
+            "only calls that asked can be answered (SPEC R5). Nothing was executed.",
+            never_asked)
 
 
 def check_approved_tools(responses: Mapping, pending: list[ToolCall],
@@ -677,9 +703,13 @@ def answer_on_resume(call: ToolCall, tool: Tool | None, started: Collection[str]
         now: the time of the decision (POSIX seconds).
 
     Returns:
-        str | None: ``Error: interrupted: …`` or ``Rejected: …``; ``None``: run it.
+        str | None: ``Error: interrupted: …``; the R14 result of a call that can
+        never run and so never asked (R18); or ``Rejected: …``; ``None``: run it.
     """
     if call.id in started:  # R16: cut short by a crash; never run twice
         return None if tool is not None and tool.idempotent else interrupted_text(call.name)
+    refused = bad_call_text(tool, call) if tool is not None else None
+    if refused is not None and (ledger is None or not ledger.awaits(call.id)):
+        return refused  # R14, R18: it never asked; it could never run
     may_run, reason = settle(ledger, call, response, now)
     return None if may_run else rejection_text(reason)

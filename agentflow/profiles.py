@@ -198,8 +198,9 @@ class Profile:
                 if key in _MESSAGE_KEYS or (key in message.extra and self.sends(key))}
         if message.tool_calls:
             data["tool_calls"] = [
-                {key: value for key, value in wire.items()
-                 if key in _CALL_KEYS or (key in call.extra and self.sends(key))}
+                _with_sent_arguments(call, {key: value for key, value in wire.items()
+                                            if key in _CALL_KEYS
+                                            or (key in call.extra and self.sends(key))})
                 for call, wire in zip(message.tool_calls, stored["tool_calls"])]
         return data
 
@@ -285,6 +286,15 @@ class Gemini(Profile):
             first["extra_content"] = content
             data["tool_calls"] = [first, *calls[1:]]
         return data
+
+
+def _with_sent_arguments(call, wire: dict) -> dict:
+    """``wire`` with the arguments a request sends: ``{}`` for a call whose stored text
+    is not a JSON object (SPEC §6, fourth batch)."""
+    sent = call.sent_arguments()
+    if sent != call.arguments:
+        wire["function"] = {**wire["function"], "arguments": sent}
+    return wire
 
 
 def thought_signature(call: dict) -> str | None:

@@ -116,6 +116,30 @@ def interrupted_text(tool: str) -> str:
     return f"Error: interrupted: {tool} may have partly run and was not run again"
 
 
+def bad_call_text(tool: Tool | None, call) -> str | None:
+    """The result of a call that can never run (SPEC R14), or ``None`` when it can.
+
+    Args:
+        tool: the ``Tool`` the call names, or ``None`` when no tool has that name.
+        call: the ``ToolCall``.
+
+    Returns:
+        str | None: ``Error: unknown tool '<name>'``, or ``Error: arguments are not
+        valid JSON: <detail>`` when the text is not a JSON object (such a call is
+        never put to a person either, R18); ``None`` otherwise.
+    """
+    if tool is None:
+        return f"Error: unknown tool '{call.name}'"
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except (ValueError, RecursionError) as exc:
+        return f"Error: arguments are not valid JSON: {exc}"
+    if not isinstance(arguments, dict):
+        return ("Error: arguments are not valid JSON: expected an object, got "
+                f"{type(arguments).__name__}")
+    return None
+
+
 def run_tool(tool: Tool | None, call, before_running: Callable[[Any], None],
              on_interrupt: Callable[[], None]) -> Outcome:
     """Run one of the model's calls and turn what happens into the result text.
@@ -140,15 +164,10 @@ def run_tool(tool: Tool | None, call, before_running: Callable[[Any], None],
     Raises:
         KeyboardInterrupt, SystemExit: from inside the tool, after ``on_interrupt``.
     """
-    if tool is None:
-        return Outcome(f"Error: unknown tool '{call.name}'", True)
-    try:
-        arguments = json.loads(call.arguments or "{}")
-    except (ValueError, RecursionError) as exc:
-        return Outcome(f"Error: arguments are not valid JSON: {exc}", True)
-    if not isinstance(arguments, dict):
-        return Outcome("Error: arguments are not valid JSON: expected an object, got "
-                       f"{type(arguments).__name__}", True)
+    refused = bad_call_text(tool, call)
+    if refused is not None:
+        return Outcome(refused, True)
+    arguments = json.loads(call.arguments or "{}")
     before_running(call)
     try:
         result = tool.invoke(arguments)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,23 @@ class Decision(str, enum.Enum):
         return {"deny": "denied", "ask": "asked", "allow": "allowed"}[self.value]
 
 
+def json_object(text: str) -> dict | None:
+    """A model's argument text parsed as a tool needs it (SPEC R14, R18).
+
+    Args:
+        text: the call's JSON arguments (str); empty means ``{}``.
+
+    Returns:
+        dict | None: the JSON object, or ``None`` when the text is not valid JSON
+        (nesting too deep for the decoder included) or not an object.
+    """
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass
 class ToolCall:
     """One tool call the model made (SPEC §3).
@@ -77,6 +95,24 @@ class ToolCall:
     name: str
     arguments: str = "{}"
     extra: dict = field(default_factory=dict)
+
+    @property
+    def parsed_arguments(self) -> dict | None:
+        """The arguments as the JSON object they must be (SPEC R14): ``json_object``
+        of the text; ``None`` for a call that never runs and is never put to a person
+        (R14, R18)."""
+        return json_object(self.arguments)
+
+    def sent_arguments(self) -> str:
+        """The arguments as a request sends them back to the provider (SPEC §6, fourth
+        batch): the stored text when it is a JSON object, else ``{}``, so a server that
+        parses old arguments (vLLM, llama-server) does not refuse every later request.
+        The session keeps the text as received; the call's result says what was wrong.
+
+        Returns:
+            str: JSON text of an object.
+        """
+        return self.arguments if self.parsed_arguments is not None else "{}"
 
     def to_openai(self) -> dict:
         """The OpenAI form: ``{"id", "type": "function", "function": {"name",

@@ -127,8 +127,18 @@ class CaseDriver:
         except agentflow.errors.AgentflowError as exc:
             error = {"kind": _error_kind(exc), "message": str(exc)}
         return {"type": "end", "error": error,
-                "history": self.session.to_dict()["messages"],
+                "history": [_as_sent_next(m) for m in self.session.messages],
                 "executions": list(self.executions)}
+
+
+def _as_sent_next(message: ChatMessage) -> dict:
+    """A stored message in the form the next request sends it (README, "EXPECT": the
+    history is what the implementation would send next): a call whose arguments are
+    not a JSON object goes as ``{}`` (SPEC §6), while the session keeps the text."""
+    data = message.to_openai()
+    for call, wire in zip(message.tool_calls, data.get("tool_calls", ())):
+        wire["function"] = {**wire["function"], "arguments": call.sent_arguments()}
+    return data
 
 
 def _error_kind(exc: Exception) -> str:

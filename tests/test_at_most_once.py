@@ -15,8 +15,8 @@ import time
 import pytest
 
 from agentflow import (AgentRunOptions, AgentSession, ApprovalError, ApprovalRequiredTool,
-                       ChatMessage, FinishReason, Tool, ToolApprovalResponse, ToolResult,
-                       tool)
+                       ChatMessage, FinishReason, Tool, ToolApprovalRequest,
+                       ToolApprovalResponse, ToolResult, tool)
 from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.stores import SQLiteStore
@@ -397,22 +397,23 @@ def test_r13_an_exception_whose_message_cannot_be_read(make_agent):
 # -- arguments nested 10,000 deep ------------------------------------------------------------
 
 def test_r16_arguments_nested_10000_deep_through_the_whole_path(make_agent, tmp_path):
-    """The gate records the approval (digest and all), the store saves and lists it,
-    and the approved call is answered, not crashed on."""
+    """Text no decoder can read is never put to a person (R18, fourth batch): the call
+    is answered, not crashed on, the store saves the session as received, and the next
+    request carries ``{}`` for it (SPEC §6)."""
     deep = '{"amount": ' + "[" * 10_000 + "]" * 10_000 + "}"
     log = tmp_path / "ran.log"
-    agent, _ = paying_agent(make_agent, log, chat_stream(tool_calls=[("c1", "transfer", deep)]),
-                            chat_stream(text="Could not."))
+    agent, server = paying_agent(make_agent, log,
+                                 chat_stream(tool_calls=[("c1", "transfer", deep)]),
+                                 chat_stream(text="Could not."))
     store = SQLiteStore(tmp_path / "s.db", secret="k3y")
     with store.open("s") as session:
         updates = list(agent.run("pay", session))
-    request = updates[-2]
-    assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
-    assert request.arguments is None and len(request.digest) == 64
-    [entry] = store.pending()
-    assert (entry.call_id, entry.arguments, entry.digest) == ("c1", None, request.digest)
-    with store.open("s") as session:
-        updates = list(agent.run([], session, approve()))
+    assert updates[-1].finish_reason is FinishReason.STOP
+    assert not [u for u in updates if isinstance(u, ToolApprovalRequest)]
     [(call_id, text)] = results(updates)
     assert text.startswith("Error: arguments are not valid JSON: maximum recursion depth")
+    assert list(store.pending()) == []
+    assert store.load("s").messages[1].tool_calls[0].arguments == deep
+    sent = server.requests[-1].json["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert sent == "{}"
     assert runs(log) == 0

@@ -165,13 +165,15 @@ def test_r3_one_request_per_gated_call_in_call_order(make_agent):
         ("c1", "delete_file"), ("c3", "run_command")]
 
 
-def test_r3_request_arguments_are_none_when_the_json_is_invalid(make_agent):
+def test_r18_invalid_json_is_never_put_to_a_person(make_agent):
+    """It cannot run, so nobody is asked (SPEC R18, fourth batch): R14's result at once."""
     tools = Counter()
-    agent, _ = make_agent([chat_stream(tool_calls=[("c1", "run_command", '{"command": "ls"')])],
-                          tools=tools.all)
+    agent, _ = make_agent([chat_stream(tool_calls=[("c1", "run_command", '{"command": "ls"')]),
+                           FINAL], tools=tools.all)
     updates = collect(agent.run("go"))
-    request = next(u for u in updates if isinstance(u, ToolApprovalRequest))
-    assert request.arguments is None
+    assert not [u for u in updates if isinstance(u, ToolApprovalRequest)]
+    assert results_of(updates)[0][1].startswith("Error: arguments are not valid JSON: ")
+    assert tools.calls == []
 
 
 # -- R4, R5, R7: resume ------------------------------------------------------------------

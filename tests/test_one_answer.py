@@ -74,7 +74,7 @@ def test_r20_a_tool_with_kwargs_still_takes_extra_arguments(make_agent):
     assert seen == [{"k": "v"}]
 
 
-@pytest.mark.parametrize("number", ["9" * 400, "-" + "1" * 310, "1e400", "1" * 5000])
+@pytest.mark.parametrize("number", ["9" * 400, "-" + "1" * 310, "1e400"])
 def test_every_call_has_a_digest_even_a_huge_number(make_agent, number):
     """A number beyond the double range has no RFC 8785 form: the call's digest is that of
     its text as sent (SPEC §3), the pause is made, and the approval runs the call once."""
@@ -88,6 +88,20 @@ def test_every_call_has_a_digest_even_a_huge_number(make_agent, number):
     assert [u.result.startswith(("sent", "Error")) for u in updates
             if isinstance(u, ToolResult)] == [True]
     assert len(ran) <= 1
+
+
+def test_a_number_the_decoder_refuses_is_never_put_to_a_person(make_agent):
+    """5,000 digits: valid JSON that Python's decoder refuses (its 4,300-digit limit),
+    so the call can never run: R14's result, no request (SPEC R18, fourth batch)."""
+    ran, tools = bank()
+    agent, server = make_agent([chat_stream(tool_calls=[("c1", "transfer",
+                                                         '{"amount": ' + "1" * 5000 + "}")]),
+                                chat_stream(text="ok")], tools=tools)
+    updates = list(agent.run("pay", AgentSession()))
+    assert not [u for u in updates if isinstance(u, ToolApprovalRequest)]
+    [result] = [u.result for u in updates if isinstance(u, ToolResult)]
+    assert result.startswith("Error: arguments are not valid JSON: ") and "4300" in result
+    assert ran == []
 
 
 def test_an_edit_with_a_huge_integer_is_a_typed_refusal(make_agent):

@@ -19,14 +19,18 @@ PAY = '{"amount": 120}'
 
 
 class Bank:
-    """``transfer`` asks (approval-gated), ``balance`` never does; both count runs."""
+    """``transfer`` asks (approval-gated), ``balance`` never does; both count runs.
+    ``stop_on``: that amount's transfer raises ``KeyboardInterrupt`` (a person's
+    Ctrl-C inside the tool)."""
 
-    def __init__(self):
+    def __init__(self, stop_on=None):
         self.ran = []
 
         @tool
         def transfer(amount: float) -> str:
             """Send money."""
+            if amount == stop_on:
+                raise KeyboardInterrupt
             self.ran.append(("transfer", amount))
             return f"sent {amount}"
 

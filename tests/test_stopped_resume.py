@@ -10,39 +10,16 @@ interrupted by ``KeyboardInterrupt``."""
 
 import pytest
 
-from agentflow import (AgentRunOptions, AgentSession, ApprovalRequiredTool, FinishReason,
-                       ToolApprovalRequest, ToolApprovalResponse, ToolResult, tool)
+from agentflow import (AgentRunOptions, AgentSession, FinishReason,
+                       ToolApprovalRequest, ToolApprovalResponse, ToolResult)
 from agentflow.stores import open_store
 from agentflow.stores.answers import ready_responses
 from agentflow.testing.replay import chat_stream
+from test_pause_never_lost import Bank
 
 PAUSE = chat_stream(tool_calls=[("c1", "transfer", '{"amount": 120}'),
                                 ("c2", "balance", "{}"),
                                 ("c3", "transfer", '{"amount": 5}')])
-
-
-class Bank:
-    """``transfer`` asks; ``balance`` never does. ``stop_on`` makes that transfer
-    raise ``KeyboardInterrupt`` (a person's Ctrl-C inside the tool)."""
-
-    def __init__(self, stop_on=None):
-        self.ran = []
-
-        @tool
-        def transfer(amount: float) -> str:
-            """Send money."""
-            if amount == stop_on:
-                raise KeyboardInterrupt
-            self.ran.append(("transfer", amount))
-            return f"sent {amount}"
-
-        @tool
-        def balance() -> str:
-            """Read the balance."""
-            self.ran.append(("balance",))
-            return "1000"
-
-        self.tools = [ApprovalRequiredTool(transfer), balance]
 
 
 def approve_all(requests):
