@@ -336,7 +336,8 @@ def test_r16_cli_saves_a_result_holding_a_lone_surrogate(server, tmp_path):
         pass
     server.queue(calls_reply(("c1", "list_dir", {"path": "."})))
     server.queue(chat_stream("Done."))
-    done = run_chat("--base-url", server.base_url, "--session", "s.json", "list", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", "list", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("  → list_dir .\n  [list_dir] caf\\udce9.txt ⏎ s.json")  # shown escaped
     assert "caf\udce9.txt" in AgentSession.load(tmp_path / "s.json").messages[2].content

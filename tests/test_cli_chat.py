@@ -51,7 +51,7 @@ def test_prompt_shows_the_call_and_y_runs_the_command(server, tmp_path):
     server.queue(chat_stream("It printed hi."))
     session = tmp_path / "s.json"
 
-    chat = pty_chat("--base-url", server.base_url, "--session", str(session),
+    chat = pty_chat("--sandbox", "off", "--base-url", server.base_url, "--session", str(session),
                     "Say hi from the shell", cwd=tmp_path)
     shown = chat.expect("[q]uit: ")
     assert shown == "assistant> Let me check.\n\n" + run_command_block("call_1", "echo hi")
@@ -83,7 +83,7 @@ def test_n_with_a_reason_sends_rejected_reason_and_runs_nothing(server, tmp_path
     server.queue(chat_stream("Understood, I left it alone."))
     session = tmp_path / "s.json"
 
-    chat = pty_chat("--base-url", server.base_url, "--session", str(session),
+    chat = pty_chat("--sandbox", "off", "--base-url", server.base_url, "--session", str(session),
                     "Make a file", cwd=tmp_path)
     assert chat.expect("[q]uit: ") == "\n" + run_command_block("call_1", "touch ran.txt")
     chat.send("n")
@@ -119,7 +119,8 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
     server.queue(chat_stream("Three."))
     session = tmp_path / "s.json"
 
-    chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
     chat.expect("you> ")
     chat.send("first")
     assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "echo one && echo two"))
@@ -204,7 +205,7 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
     server.queue(chat_stream("It said resumed."))
     session = tmp_path / "s.json"
 
-    first = pty_chat("--base-url", server.base_url, "--session", str(session),
+    first = pty_chat("--sandbox", "off", "--base-url", server.base_url, "--session", str(session),
                      "Run something", cwd=tmp_path)
     first.expect("[q]uit: ")
     first.send("q")
@@ -218,7 +219,8 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
         ("call_1", "run_command", digest({"command": "echo resumed"}))]
     assert data["approvals"]["audit"] == []
 
-    second = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
+    second = pty_chat("--sandbox", "off",
+                      "--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
     assert second.expect("[q]uit: ") == (
         "This session is paused; answer its pending calls first.\n\n"
         + run_command_block("call_1", "echo resumed"))
@@ -249,7 +251,8 @@ def test_write_file_prompt_shows_the_unified_diff(server, tmp_path):
     server.queue(calls_reply(("call_1", "write_file", arguments)))
     server.queue(chat_stream("Changed."))
 
-    chat = pty_chat("--base-url", server.base_url, "Fix the notes", cwd=tmp_path)
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "Fix the notes", cwd=tmp_path)
     assert chat.expect("[q]uit: ") == ("\n── approval needed ── call_1\n"
                                        "tool:        write_file\n"
                                        f"description: {WRITE_FILE_DESCRIPTION}\n"
@@ -287,7 +290,8 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     server.queue(chat_stream("Briefly: yes."))
     session = tmp_path / "s.json"
 
-    chat = pty_chat("--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", str(session), cwd=tmp_path)
     assert chat.expect("you> ") == BANNER + "\nyou> "
     chat.send("hi")
     assert chat.expect("you> ") == "hi\nassistant> Hello there.\nyou> "
@@ -322,7 +326,8 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
 def test_approve_all_runs_the_call(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
     server.queue(chat_stream("Done."))
-    done = run_chat("--base-url", server.base_url, "--approve-all", "Say hi", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--approve-all", "Say hi", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == ("  → run_command $ echo hi\n"
                            "  [run_command] exit status 0 ⏎ hi\nassistant> Done.\n")
@@ -333,7 +338,8 @@ def test_approve_all_runs_the_call(server, tmp_path):
 def test_deny_all_rejects_the_call(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
     server.queue(chat_stream("I did not."))
-    done = run_chat("--base-url", server.base_url, "--deny-all", "Make a file", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--deny-all", "Make a file", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == ("  → run_command $ touch ran.txt\n"
                            "  [run_command] Rejected: denied by --deny-all\n"
@@ -351,7 +357,8 @@ def test_without_a_terminal_it_pauses_and_respond_yes_resumes(server, tmp_path):
     server.queue(chat_stream("It said later."))
     session = tmp_path / "s.json"
 
-    paused = run_chat("--base-url", server.base_url, "--session", str(session), "Run it",
+    paused = run_chat("--sandbox", "off",
+                      "--base-url", server.base_url, "--session", str(session), "Run it",
                       cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
     assert paused.stdout == pause_text(session, ("call_1", "run_command", f"$ echo later ⏎ {SANDBOXED}"))
@@ -359,7 +366,8 @@ def test_without_a_terminal_it_pauses_and_respond_yes_resumes(server, tmp_path):
     assert data["messages"] == [user("Run it"), assistant(None, call)]
     assert [r["call_id"] for r in data["approvals"]["pending"]] == ["call_1"]
 
-    resumed = run_chat("--base-url", server.base_url, "--session", str(session),
+    resumed = run_chat("--sandbox", "off",
+                       "--base-url", server.base_url, "--session", str(session),
                        "--respond", "call_1=yes", cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
     assert resumed.stdout == ("  → run_command $ echo later\n"
@@ -379,10 +387,12 @@ def test_respond_no_with_reason_resumes_with_the_rejection(server, tmp_path):
     server.queue(chat_stream("Fine, I will not."))
     session = tmp_path / "s.json"
 
-    paused = run_chat("--base-url", server.base_url, "--session", str(session), "Make a file",
+    paused = run_chat("--sandbox", "off",
+                      "--base-url", server.base_url, "--session", str(session), "Make a file",
                       cwd=tmp_path)
     assert paused.returncode == 3
-    resumed = run_chat("--base-url", server.base_url, "--session", str(session),
+    resumed = run_chat("--sandbox", "off",
+                       "--base-url", server.base_url, "--session", str(session),
                        "--respond", "call_1=no:too risky", cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
     assert resumed.stdout == ("  → run_command $ touch ran.txt\n"
@@ -398,7 +408,7 @@ def test_respond_no_with_reason_resumes_with_the_rejection(server, tmp_path):
 
 def test_pause_without_session_says_it_cannot_be_resumed(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
-    paused = run_chat("--base-url", server.base_url, "Run it", cwd=tmp_path)
+    paused = run_chat("--sandbox", "off", "--base-url", server.base_url, "Run it", cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
     assert paused.stdout == pause_text(None, ("call_1", "run_command", f"$ echo hi ⏎ {SANDBOXED}"))
     assert len(server.requests) == 1
@@ -412,14 +422,14 @@ def test_the_printed_resume_command_resumes_the_run(server, tmp_path):
     call = ("call_1", "run_command", {"command": "echo hi"})
     server.queue(calls_reply(call))
     server.queue(chat_stream("Resumed."))
-    paused = run_chat("--base-url", server.base_url, "--model", "local-model",
+    paused = run_chat("--sandbox", "off", "--base-url", server.base_url, "--model", "local-model",
                       "--session", "s.json", "Run it", cwd=tmp_path)
     assert paused.returncode == 3
     printed = paused.stdout.split("Resume with: ", 1)[1].strip()
     argv = shlex.split(printed)
     assert argv[:2] == ["agentflow", "chat"]
 
-    resumed = run_chat(*argv[2:], cwd=tmp_path)
+    resumed = run_chat("--sandbox", "off", *argv[2:], cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
     assert resumed.stdout == ("  → run_command $ echo hi\n"
                               "  [run_command] exit status 0 ⏎ hi\nassistant> Resumed.\n")
@@ -450,7 +460,8 @@ def test_json_updates_pause_and_respond(server, tmp_path):
     server.queue(chat_stream("Done."))
     session = tmp_path / "s.json"
 
-    paused = run_chat("--base-url", server.base_url, "--session", str(session), "--json",
+    paused = run_chat("--sandbox", "off",
+                      "--base-url", server.base_url, "--session", str(session), "--json",
                       "Tidy up", cwd=work)
     assert (paused.returncode, paused.stderr) == (3, "")
     assert json_lines(paused.stdout) == [
@@ -476,7 +487,8 @@ def test_json_updates_pause_and_respond(server, tmp_path):
     ]
     assert len(server.requests) == 2
 
-    resumed = run_chat("--base-url", server.base_url, "--session", str(session), "--json",
+    resumed = run_chat("--sandbox", "off",
+                       "--base-url", server.base_url, "--session", str(session), "--json",
                        "--respond", "call_2=yes", cwd=work)
     assert (resumed.returncode, resumed.stderr) == (0, "")
     assert json_lines(resumed.stdout) == [
@@ -500,7 +512,8 @@ def no_backoff(monkeypatch):
 
 
 def test_json_error_line(tmp_path, no_backoff):
-    done = run_chat("--base-url", "http://127.0.0.1:9/v1", "--json", "hi", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", "http://127.0.0.1:9/v1", "--json", "hi", cwd=tmp_path)
     assert done.returncode == 1
     message = ("could not connect to http://127.0.0.1:9/v1/chat/completions: connection "
                "refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) right? "
@@ -524,7 +537,7 @@ def check_one_error_line(done, key: str = KEY) -> str:
 
 
 def test_unreachable_url(tmp_path, no_backoff):
-    done = run_chat("--base-url", "http://127.0.0.1:9/v1", "hi", cwd=tmp_path)
+    done = run_chat("--sandbox", "off", "--base-url", "http://127.0.0.1:9/v1", "hi", cwd=tmp_path)
     assert check_one_error_line(done) == (
         "agentflow: error: could not connect to http://127.0.0.1:9/v1/chat/completions: "
         "connection refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) "
@@ -546,7 +559,8 @@ def unauthorized() -> Reply:
 
 def test_401_is_one_line_without_the_key(server, tmp_path):
     server.queue(unauthorized())
-    done = run_chat("--base-url", server.base_url, "--api-key-env", "MYKEY", "hi",
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--api-key-env", "MYKEY", "hi",
                     cwd=tmp_path, env=child_env(MYKEY=SECRET))
     line = check_one_error_line(done, SECRET)
     assert line.startswith(
@@ -561,7 +575,8 @@ def test_401_hint_names_the_variable_given_by_api_key_env(server, tmp_path):
     """The user chose ``--api-key-env MYKEY``: the hint must point at MYKEY (the
     variable the key was read from), not at OPENAI_API_KEY or a Python argument."""
     server.queue(unauthorized())
-    done = run_chat("--base-url", server.base_url, "--api-key-env", "MYKEY", "hi",
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--api-key-env", "MYKEY", "hi",
                     cwd=tmp_path, env=child_env(MYKEY=SECRET))
     line = check_one_error_line(done, SECRET)
     assert "MYKEY" in line, line
@@ -572,7 +587,8 @@ def test_404_unknown_model(server, tmp_path):
         "message": "The model `no-such-model` does not exist or you do not have access to it.",
         "type": "invalid_request_error", "param": None, "code": "model_not_found"}}),
         status=404, content_type="application/json"))
-    done = run_chat("--base-url", server.base_url, "--model", "no-such-model", "hi",
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--model", "no-such-model", "hi",
                     cwd=tmp_path)
     assert check_one_error_line(done) == (
         "agentflow: error: [HTTP 404, code model_not_found] The model `no-such-model` does "
@@ -585,7 +601,8 @@ def test_404_unknown_model(server, tmp_path):
 
 def test_debug_shows_the_traceback_but_not_the_key(server, tmp_path):
     server.queue(unauthorized())
-    done = run_chat("--base-url", server.base_url, "--api-key-env", "MYKEY", "--debug", "hi",
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--api-key-env", "MYKEY", "--debug", "hi",
                     cwd=tmp_path, env=child_env(MYKEY=SECRET))
     assert done.returncode == 1
     assert done.stderr.startswith("Traceback (most recent call last):\n")
@@ -635,7 +652,8 @@ def test_max_rounds_1_stops_after_one_round(server, tmp_path):
     (tmp_path / "only.txt").write_text("", encoding="utf-8")
     server.queue(calls_reply(("call_1", "list_dir", {"path": "."})))
     server.queue(chat_stream("never sent"))
-    done = run_chat("--base-url", server.base_url, "--max-rounds", "1", "List", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--max-rounds", "1", "List", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == "  → list_dir .\n  [list_dir] only.txt\n(finish: max_rounds)\n"
     assert len(server.requests) == 1

@@ -69,7 +69,8 @@ def paused_run(shared_server, tmp_path_factory):
     folder = tmp_path_factory.mktemp("paused")
     (folder / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
     shared_server.queue(calls_reply(*PAUSED_CALLS))
-    done = run_chat("--base-url", shared_server.base_url, "--session", "s.json", "Tidy up",
+    done = run_chat("--sandbox", "off",
+                    "--base-url", shared_server.base_url, "--session", "s.json", "Tidy up",
                     cwd=folder)
     return done, folder
 
@@ -95,7 +96,7 @@ def test_a_pause_without_a_terminal_shows_every_call_and_leaves_no_lock_file(pau
 
 def test_a_paused_session_without_a_message_points_at_respond(paused, server):
     """Formerly "no message given": the session is paused, so that is what is said."""
-    done = run_chat("--session", "s.json", cwd=paused)
+    done = run_chat("--sandbox", "off", "--session", "s.json", cwd=paused)
     assert (done.returncode, done.stderr) == (3, "")
     assert done.stdout == pause_text("s.json", *PAUSED_SUMMARIES)
     assert server.requests == []
@@ -105,7 +106,7 @@ def test_a_paused_session_does_not_send_a_new_message(paused, server):
     """Sending it would reject the waiting calls unseen (SPEC R4); the user is told to
     answer them first, and nothing is sent or changed."""
     before = (paused / "s.json").read_text(encoding="utf-8")
-    done = run_chat("--session", "s.json", "something else", cwd=paused)
+    done = run_chat("--sandbox", "off", "--session", "s.json", "something else", cwd=paused)
     assert (done.returncode, done.stderr) == (3, "")
     assert done.stdout == ("This session is paused, so your message was not sent: answer the "
                            "calls that wait first.\n" + pause_text("s.json", *PAUSED_SUMMARIES))
@@ -168,7 +169,7 @@ def test_bad_usage_exits_2_and_json_ends_with_an_error_object(tmp_path):
 
 def test_json_on_a_terminal_without_a_message(tmp_path):
     """Formerly "standard input is not a terminal", which was untrue on a terminal."""
-    chat = pty_chat("--json", cwd=tmp_path)
+    chat = pty_chat("--sandbox", "off", "--json", cwd=tmp_path)
     assert chat.wait() == 2
     message = ("--json runs one message and prints no prompt: give the message as an "
                "argument, e.g. agentflow chat --json \"MESSAGE\"")
@@ -180,7 +181,8 @@ def test_json_on_a_terminal_without_a_message(tmp_path):
 
 def test_respond_to_an_unknown_call_lists_the_waiting_ones(paused, server):
     before = (paused / "s.json").read_text(encoding="utf-8")
-    done = run_chat("--session", "s.json", "--respond", "call_9=yes", cwd=paused)
+    done = run_chat("--sandbox", "off",
+                    "--session", "s.json", "--respond", "call_9=yes", cwd=paused)
     assert usage_error(done) == (
         "--respond 'call_9=yes': no call 'call_9' waits for approval in s.json. "
         f"Waiting: call_1 (run_command $ rm -rf build ⏎ {SANDBOXED}); call_2 (write_file notes.txt: +2 -1 "
@@ -193,7 +195,8 @@ def test_respond_says_which_waiting_calls_it_leaves_unanswered(paused, server):
     """A call without a --respond is rejected on resume (SPEC R4): said before it
     happens, not left for the user to find in the history."""
     server.queue(chat_stream("Fine, I left everything alone."))
-    done = run_chat("--session", "s.json", "--respond", "call_1=no:not now", cwd=paused)
+    done = run_chat("--sandbox", "off",
+                    "--session", "s.json", "--respond", "call_1=no:not now", cwd=paused)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == ("(no --respond for call_2, call_3: rejected, as if you said no)\n"
                            "  → run_command $ rm -rf build\n"
@@ -210,7 +213,8 @@ def test_respond_says_which_waiting_calls_it_leaves_unanswered(paused, server):
 
 
 def test_respond_twice_to_one_call(paused, server):
-    done = run_chat("--session", "s.json", "--respond", "call_1=yes", "--respond",
+    done = run_chat("--sandbox", "off",
+                    "--session", "s.json", "--respond", "call_1=yes", "--respond",
                     "call_1=no", cwd=paused)
     assert usage_error(done) == ("--respond: call_1 is answered twice; give one answer "
                                  "per call")
@@ -220,9 +224,10 @@ def test_respond_twice_to_one_call(paused, server):
 def test_respond_to_a_session_that_is_not_paused(server, tmp_path):
     """Formerly the library's "resume with the same AgentSession the run paused in"."""
     server.queue(chat_stream("Hello."))
-    assert run_chat("--base-url", server.base_url, "--session", "s.json", "hi",
+    assert run_chat("--sandbox", "off", "--base-url", server.base_url, "--session", "s.json", "hi",
                     cwd=tmp_path).returncode == 0
-    done = run_chat("--session", "s.json", "--respond", "call_1=yes", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--session", "s.json", "--respond", "call_1=yes", cwd=tmp_path)
     assert usage_error(done) == (
         "--respond: s.json has no call waiting for approval (it is not paused), "
         "so there is nothing to answer; send a message instead: agentflow chat --session "
@@ -276,7 +281,8 @@ def test_a_session_in_a_missing_folder(tmp_path):
 def test_ctrl_c_at_the_approval_prompt_keeps_the_call_pending_and_says_how_to_resume(
         server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
-    chat = pty_chat("--base-url", server.base_url, "--session", "s.json", "Make a file",
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", "Make a file",
                     cwd=tmp_path)
     chat.expect("[q]uit: ")
     ctrl_c_when_waiting(chat)
@@ -292,7 +298,8 @@ def test_ctrl_c_at_the_approval_prompt_keeps_the_call_pending_and_says_how_to_re
 def test_ctrl_d_at_the_approval_prompt_pauses_like_q(server, tmp_path):
     """End of input at the prompt (formerly a traceback) keeps the call pending."""
     server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
-    chat = pty_chat("--base-url", server.base_url, "--session", "s.json", "Make a file",
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", "Make a file",
                     cwd=tmp_path)
     chat.expect("[q]uit: ")
     chat.send_raw(b"\x04")
@@ -309,7 +316,8 @@ def test_ctrl_c_mid_stream_with_json_ends_with_a_closing_object_and_keeps_the_me
     reply), so the next turn still sees the question."""
     server.queue(slow_reply("alpha", "omega-never-shown"))
     child = subprocess.Popen(
-        [AGENTFLOW, "chat", "--base-url", server.base_url, "--session", "s.json", "--json",
+        [AGENTFLOW, "chat", "--sandbox", "off",
+         "--base-url", server.base_url, "--session", "s.json", "--json",
          "Tell me a story"], cwd=tmp_path, env=child_env(), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -64,7 +64,8 @@ def test_chat_honours_the_readme_policy_and_audits_every_decision(server, tmp_pa
     server.queue(chat_stream("Done."))
     session = tmp_path / "s.json"
 
-    paused = run_chat("--base-url", server.base_url, "--session", str(session), "--json",
+    paused = run_chat("--sandbox", "off",
+                      "--base-url", server.base_url, "--session", str(session), "--json",
                       "Look around", cwd=tmp_path)
     assert (paused.returncode, paused.stderr) == (3, "")
     shown = [u for u in json_lines(paused.stdout) if u["type"] in ("tool_result",
@@ -78,7 +79,8 @@ def test_chat_honours_the_readme_policy_and_audits_every_decision(server, tmp_pa
     assert shown[3]["result"] == "Rejected: denied by policy (run_command(curl * | sh))"
     assert (tmp_path / "victim" / "keep.txt").exists()
 
-    resumed = run_chat("--base-url", server.base_url, "--session", str(session),
+    resumed = run_chat("--sandbox", "off",
+                       "--base-url", server.base_url, "--session", str(session),
                        "--respond", "call_5=yes", cwd=tmp_path)
     assert (resumed.returncode, resumed.stderr) == (0, "")
     data = saved(session)
@@ -182,7 +184,8 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
     server.queue(chat_stream("Edited."))
     session = tmp_path / "s.json"
     env_editor = {"EDITOR": editor}
-    chat = pty_chat("--base-url", server.base_url, "--session", str(session), "Clean",
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", str(session), "Clean",
                     cwd=tmp_path, env=child_env(**env_editor))
     assert chat.expect("[q]uit: ").endswith(run_command_block("call_1", "rm -rf build",
                                                                          of="1 of 2"))

@@ -44,7 +44,8 @@ def clean(text: str) -> bool:
 
 def test_r25_a_paused_command_is_listed_escaped(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": FAKE_LS})))
-    done = run_chat("--base-url", server.base_url, "--session", "s.json", "List", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", "List", cwd=tmp_path)
     assert done.returncode == 3 and clean(done.stdout), done.stdout
     assert f"  call_1  run_command  $ {FAKE_LS_SHOWN} ⏎ {SANDBOXED}\n" in done.stdout
     assert not (tmp_path / "PWNED").exists()
@@ -63,7 +64,8 @@ def test_r25_results_and_assistant_text_are_escaped(server, tmp_path):
     reply holding cursor moves and a right-to-left override, are shown inert."""
     server.queue(calls_reply(("call_1", "run_command", {"command": f"printf '{OSC}'"})))
     server.queue(chat_stream("done\x1b[1A\x1b[2K \u202eevil"))
-    done = run_chat("--base-url", server.base_url, "--approve-all", "Go", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--approve-all", "Go", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     assert clean(done.stdout), repr(done.stdout)
     assert "\\x1b]52;c;cm0gLXJmIH4=\\x07" in done.stdout
@@ -99,14 +101,15 @@ def test_r25_an_id_that_cannot_be_shown_is_answered_by_position(server, tmp_path
     server.queue(calls_reply((ids[0], "run_command", {"command": "echo one"}),
                              (ids[1], "run_command", {"command": "echo two"})))
     server.queue(chat_stream("Both ran."))
-    done = run_chat("--base-url", server.base_url, "--session", "s.json", "Go", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", "Go", cwd=tmp_path)
     assert done.returncode == 3 and clean(done.stdout)
     assert f"  1) call\\x1b[2K_1  run_command  $ echo one ⏎ {SANDBOXED}\n" in done.stdout
     assert f"  2) 2              run_command  $ echo two ⏎ {SANDBOXED}\n" in done.stdout
     printed = done.stdout.split("Resume with: ", 1)[1].splitlines()[0]
     argv = pasted(printed, tmp_path)
     assert argv[-4:] == ["--respond", "1=yes", "--respond", "2=yes"]
-    resumed = run_agentflow(*argv, cwd=tmp_path,
+    resumed = run_agentflow(argv[0], "--sandbox", "off", *argv[1:], cwd=tmp_path,
                             env=child_env(OPENAI_BASE_URL=server.base_url))
     assert (resumed.returncode, resumed.stderr) == (0, ""), resumed.stderr
     outcomes = {r["call_id"]: r["outcome"] for r in saved(tmp_path / "s.json")["approvals"]["audit"]}
@@ -170,12 +173,14 @@ def test_r25_a_write_to_a_device_or_fifo_is_listed_and_rejected(server, tmp_path
         os.mkfifo(tmp_path / "fifo")
     server.queue(calls_reply(("call_1", "write_file", {"path": target, "content": "x\n"})))
     server.queue(chat_stream("Left alone."))
-    done = run_chat("--base-url", server.base_url, "--session", "s.json", "Go", cwd=tmp_path)
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", "Go", cwd=tmp_path)
     assert done.returncode == 3, done.stderr
     path = target if target.startswith("/") else str(tmp_path / target)
     assert (f"  call_1  write_file  (no preview: {path} is not a regular file, so it is "
             "not read)\n") in done.stdout
-    rejected = run_chat("--session", "s.json", "--respond", "call_1=no", cwd=tmp_path,
+    rejected = run_chat("--sandbox", "off",
+                        "--session", "s.json", "--respond", "call_1=no", cwd=tmp_path,
                         env=child_env(OPENAI_BASE_URL=server.base_url))
     assert (rejected.returncode, rejected.stderr) == (0, "")
     assert rejected.stdout.endswith("assistant> Left alone.\n")

@@ -53,7 +53,8 @@ def test_short_flags_m_and_s(server, tmp_path):
 ])
 def test_piped_stdin_is_the_message_or_goes_below_it(server, tmp_path, args, sent):
     server.queue(chat_stream("Done."))
-    done = run_agentflow("chat", "--base-url", server.base_url, *args, cwd=tmp_path,
+    done = run_agentflow("chat", "--sandbox", "off",
+                         "--base-url", server.base_url, *args, cwd=tmp_path,
                          stdin=b"line one\nline two\n")
     assert (done.returncode, done.stderr) == (0, "")
     assert server.requests[0].json["messages"][-1] == {"role": "user", "content": sent}

@@ -312,3 +312,28 @@ def test_the_readme_never_installs_the_unrelated_agentflow_from_the_index():
     lines = re.findall(r"pip install ([^`\n]*)", readme)
     assert lines
     assert [line for line in lines if re.match(r"['\"]?agentflow\b(?!-approvals)", line)] == []
+
+
+# -- the repository (issue 34) -------------------------------------------------------------
+
+REPO = PACKAGE_DIR.parent
+# What a run of agentflow in a checkout writes: stores, and a session file's lock and
+# revision marks (a session file itself is any JSON, so it is caught by its marks).
+RUN_LEFTOVERS = re.compile(r"(\.db|\.db-(journal|wal|shm)|\.sqlite3?|\.json\.(lock|rev))$")
+
+
+def _git(*args) -> str:
+    import subprocess
+    done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+    if done.returncode != 0 or not (REPO / ".git").exists():
+        pytest.skip(f"not a git checkout: {done.stderr.strip()}")
+    return done.stdout
+
+
+def test_the_repository_holds_no_store_or_session_and_ignores_them():
+    """A fresh clone's ``agentflow pending --store sqlite:///sessions.db`` (the README's
+    command) lists nothing: no database or session mark is committed, and what a run
+    writes there stays out of ``git status``."""
+    assert [f for f in _git("ls-files").splitlines() if RUN_LEFTOVERS.search(f)] == []
+    made = ["sessions.db", "sessions.db-wal", "s.json.lock", "s.json.rev", "x.sqlite3"]
+    assert _git("check-ignore", "--no-index", *made).split() == made

@@ -76,7 +76,8 @@ def need(what: str, found) -> None:
     if not found:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{what} is required under CI=true (.ci/run installs it)")
-        pytest.skip(f"{what} is not installed")
+        package = {"bwrap": "bubblewrap"}.get(what, what)
+        pytest.skip(f"{what} is not installed (apt-get install {package})")
 
 
 @pytest.fixture(scope="module")

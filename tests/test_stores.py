@@ -377,7 +377,8 @@ def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path, capsys):
     url = f"sqlite:///{tmp_path}/sessions.db"
     with ReplayServer([calls_reply(("call_1", "run_command", {"command": "echo hi"})),
                        chat_stream(text="It said hi.")]) as server:
-        paused = run_chat("--base-url", server.base_url, "--store", url, "--session", "t-1",
+        paused = run_chat("--sandbox", "off",
+                          "--base-url", server.base_url, "--store", url, "--session", "t-1",
                           "Say hi", cwd=tmp_path)
         assert (paused.returncode, paused.stderr) == (3, "")
         assert paused.stdout.splitlines()[-1] == (f"Resume with: agentflow chat --store {url} "
@@ -388,7 +389,8 @@ def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path, capsys):
                                      arguments_digest('{"command": "echo hi"}'))
         assert pending().splitlines()[1].split()[1:5] == ["t-1", "call_1", "run_command",
                                                          '{"command":']
-        resumed = run_chat("--base-url", server.base_url, "--store", url, "--session", "t-1",
+        resumed = run_chat("--sandbox", "off",
+                           "--base-url", server.base_url, "--store", url, "--session", "t-1",
                            "--respond", "call_1=yes", cwd=tmp_path)
         assert (resumed.returncode, resumed.stderr) == (0, "")
         assert resumed.stdout.endswith("assistant> It said hi.\n")

@@ -50,7 +50,8 @@ def test_with_json_the_note_goes_to_stderr_and_stdout_stays_json(server, tmp_pat
     stderr, and stdout holds only the JSON objects (SPEC R26)."""
     path = repository(tmp_path, {"allow": ["run_command(git status)"]})
     server.queue(calls_reply(("call_1", "run_command", {"command": "git status"})))
-    done = run_chat("--base-url", server.base_url, "--json", "--session", "s.json", "go",
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--json", "--session", "s.json", "go",
                     cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert [u["type"] for u in json_lines(done.stdout)][-1] == "paused"

@@ -180,7 +180,8 @@ def test_cli_json_a_read_outside_pauses_with_exit_3_and_sends_nothing(server, ws
     root, outside, _ = ws
     server.queue(calls_reply(("call_1", "read_file", {"path": "src/a.py"})))
     server.queue(calls_reply(("call_2", "read_file", {"path": "../outside/notes.txt"})))
-    done = run_chat("--base-url", server.base_url, "--json", "--workspace", str(root),
+    done = run_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--json", "--workspace", str(root),
                     "--session", str(outside.parent / "s.json"), "look", cwd=outside.parent)
     assert (done.returncode, done.stderr) == (3, "")
     lines = json_lines(done.stdout)

@@ -77,6 +77,25 @@ def _probe() -> str | None:
     return None
 
 
+def fix(reason: str) -> str:
+    """What makes the sandbox work here (issue 34).
+
+    Args:
+        reason: what ``unavailable()`` said (str).
+
+    Returns:
+        str: the package to install, per distribution, when bwrap is missing; else how
+        to allow the user namespaces bwrap needs.
+    """
+    if "not installed" in reason:
+        return ("install bubblewrap (Debian, Ubuntu: apt-get install bubblewrap; Fedora: "
+                "dnf install bubblewrap; Arch: pacman -S bubblewrap; Alpine: apk add "
+                "bubblewrap)")
+    return ("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; "
+            "on Ubuntu 24.04 kernel.apparmor_restrict_unprivileged_userns=0; in a container, "
+            "a seccomp profile that allows them)")
+
+
 def bwrap() -> str | None:
     """The absolute path of ``bwrap``, found on ``PATH`` once per process (a command run
     later by name would be looked up again, and a sandboxed command can put a ``bwrap``
@@ -135,8 +154,7 @@ class Sandbox:
             return False
         reason = unavailable()
         if reason and self.required:
-            raise SandboxError(f"the sandbox is required, but {reason}: install bubblewrap "
-                               "(apt-get install bubblewrap) and allow user namespaces, or "
+            raise SandboxError(f"the sandbox is required, but {reason}: {fix(reason)}, or "
                                "run without requiring the sandbox")
         return reason is None
 
@@ -146,7 +164,8 @@ class Sandbox:
         the person to read once; ``None`` when they run as asked."""
         if self.mode == "off" or self.active:
             return None
-        return f"sandbox: {unavailable()}, so commands run unsandboxed, as without --sandbox"
+        return (f"sandbox: {unavailable()}, so commands run unsandboxed; {fix(unavailable())}"
+                ", or give --sandbox off to run them unsandboxed without this note")
 
     def describe(self, leaves: bool = False) -> str:
         """How a call runs, for the approval prompt and the pause listing.
@@ -185,8 +204,8 @@ class Sandbox:
         from ..policy import user_policy_path
         from ..commandline.workspace import Workspace
         space = Workspace(workspace, secret_files)
-        program = bwrap() or "bwrap"
-        if os.path.commonpath([program, space.root]) == space.root:
+        program = bwrap() or "bwrap"  # not installed: the line is still shown, never run
+        if bwrap() and os.path.commonpath([program, space.root]) == space.root:
             raise SandboxError(f"the bwrap found on PATH ({program}) is inside the workspace, "
                                "where sandboxed commands can write it, so it cannot sandbox "
                                "them: put the system's bwrap first on PATH")
