@@ -321,6 +321,41 @@ def test_ctrl_c_stops_the_stream_and_a_second_ctrl_c_leaves(server, tmp_path):
     assert data["approvals"] == {"pending": [], "audit": []}
 
 
+def test_ctrl_c_at_the_approval_prompt_of_the_interactive_chat_quits_and_keeps_the_call(
+        server, tmp_path):
+    """Issue 34: Ctrl-C at the approval prompt quits, as the README says, in the
+    interactive chat too (it went back to ``you>``, and the next message answered the
+    waiting call ``Rejected: User denied`` without asking anyone, SPEC R4). The call
+    stays waiting, and the next run asks about it."""
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran.txt"})))
+    server.queue(chat_stream("Done."))
+    chat = pty_chat("--sandbox", "off",
+                    "--base-url", server.base_url, "--session", "s.json", cwd=tmp_path)
+    chat.expect("you> ")
+    chat.send("Make a file")
+    chat.expect(PROMPT)
+    ctrl_c_when_waiting(chat)
+    assert chat.wait() == 130
+    assert chat.rest().endswith(
+        "\n(stopped by Ctrl-C at the approval prompt: nothing ran)\n"
+        + pause_text("s.json", ("call_1", "run_command", f"$ touch ran.txt ⏎ {SANDBOXED}")))
+    assert len(server.requests) == 1
+    data = saved(tmp_path / "s.json")
+    assert [r["call_id"] for r in data["approvals"]["pending"]] == ["call_1"]
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"]
+
+    again = pty_chat("--sandbox", "off", "--session", "s.json", cwd=tmp_path,
+                     env=child_env(OPENAI_BASE_URL=server.base_url))
+    assert again.expect(PROMPT).startswith(
+        "This session is paused; answer its pending calls first.\n")
+    again.send("y")
+    again.expect("you> ")
+    again.send_raw(b"\x04")
+    assert again.wait() == 0
+    assert (tmp_path / "ran.txt").exists()
+    assert server.requests[1].json["messages"][-1] == tool_message("call_1", "exit status 0\n")
+
+
 # == 3. without a terminal =================================================================
 
 def test_approve_all_runs_the_call(server, tmp_path):

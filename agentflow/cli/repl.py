@@ -25,7 +25,7 @@ LEAVE = ("exit", "quit", "/exit", "/quit")
 
 def repl(chat) -> int:
     """One conversation at the prompt, until ``exit``, Ctrl-D, a Ctrl-C at the prompt,
-    or a pause that is left unanswered.
+    or a pause that is left unanswered (by q, Ctrl-D or Ctrl-C at the approval prompt).
 
     Args:
         chat: the ``Chat``.
@@ -52,7 +52,9 @@ def repl(chat) -> int:
             command(chat, text)
             continue
         status = chat.converse([message])
-        if status == EXIT_PAUSED:
+        if status == EXIT_PAUSED or chat.session.approvals.pending:
+            # q, Ctrl-D or Ctrl-C at the approval prompt: the call stays waiting, and
+            # the next message would answer it "Rejected: User denied" unasked (SPEC R4)
             return status
 
 
