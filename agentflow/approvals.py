@@ -79,7 +79,8 @@ class PendingApproval:
     an edit before it is accepted), its ``preview`` of the call (the command line, a
     write's diff; at most ``PREVIEW_CAP`` characters), the name of its ``subject``
     argument (R19), for an MCP tool ``mcp_tool`` (``server.tool``), and the
-    ``exact_rules`` that would allow exactly this call from now on (a grant, R19)."""
+    ``exact_rules`` that would allow exactly this call from now on (a grant, R19).
+    An inbox lists it as a ``stores.PendingEntry``, which carries this record."""
 
     call_id: str
     tool: str

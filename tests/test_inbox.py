@@ -500,6 +500,7 @@ def test_r20_the_gate_keeps_what_the_inbox_shows_of_an_mcp_tool():
     raises becomes a note instead of failing the pause."""
     from agentflow.cli.inbox_page import render_entry
     from agentflow.gate import shown_with_record
+    from agentflow.approvals import PendingApproval
     from agentflow.stores import PendingEntry
     from agentflow.tools import Tool
     from agentflow.types import ToolCall
@@ -517,8 +518,8 @@ def test_r20_the_gate_keeps_what_the_inbox_shows_of_an_mcp_tool():
     assert shown["mcp_tool"] == "files.write" and shown["subject"] == "path"
     assert shown["preview"] == "(no preview: OSError: cannot read it)"
     assert shown["parameters"] == Remote.parameters
-    entry = PendingEntry("s", "c1", "files__write", {"path": "a.txt"}, "d" * 64, 0.0, None,
-                         5.0, **shown)
+    entry = PendingEntry("s", PendingApproval("c1", "files__write", "d" * 64, 0.0, **shown),
+                         {"path": "a.txt"}, 5.0)
     html = render_entry(entry, "csrf")
     assert "MCP tool <code>files.write</code>" in html
     assert "path: <code>a.txt</code>" in html

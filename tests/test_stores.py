@@ -4,7 +4,6 @@
 Each test asserts what the store holds and how many times a tool really ran."""
 
 import contextlib
-import dataclasses
 import json
 import os
 import signal
@@ -20,7 +19,7 @@ from agentflow.canonical import arguments_digest
 from agentflow.errors import SessionConflictError, SessionIntegrityError, SessionLockedError
 from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.types import ToolCall
-from agentflow.stores import PendingEntry, open_store
+from agentflow.stores import open_store
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAY = '{"amount": 120}'
@@ -183,13 +182,14 @@ def test_r22_pending_lists_the_inbox_oldest_first(store, make_agent):
 
     entries = store.pending(now=clock[0] + 30)
     # The gate's inbox fields (why, the schema, …) are tested in tests/test_inbox.py.
-    assert [PendingEntry(*dataclasses.astuple(e)[:8]) for e in entries] == [
-        PendingEntry("old", "c1", "transfer", {"amount": 120}, arguments_digest(PAY),
-                     1_800_000_000.0, None, 90.0),
-        PendingEntry("new", "k1", "transfer", {"amount": 5},
-                     arguments_digest('{"amount": 5}'), 1_800_000_060.0, None, 30.0),
-        PendingEntry("new", "k2", "transfer", {"amount": 7},
-                     arguments_digest('{"amount": 7}'), 1_800_000_060.0, None, 30.0)]
+    assert [(e.session_id, e.call_id, e.tool, e.arguments, e.digest, e.issued_at,
+             e.expires_at, e.age) for e in entries] == [
+        ("old", "c1", "transfer", {"amount": 120}, arguments_digest(PAY),
+         1_800_000_000.0, None, 90.0),
+        ("new", "k1", "transfer", {"amount": 5},
+         arguments_digest('{"amount": 5}'), 1_800_000_060.0, None, 30.0),
+        ("new", "k2", "transfer", {"amount": 7},
+         arguments_digest('{"amount": 7}'), 1_800_000_060.0, None, 30.0)]
     with store.open("old") as session:  # answered: it leaves the inbox
         list(agent.run([], session, approve()))
     assert [(e.session_id, e.call_id) for e in store.pending()] == [("new", "k1"),

@@ -40,6 +40,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from ..approvals import PendingApproval
 from ..errors import ApprovalError, SessionConflictError, SessionError, StoreError
 from ..redact import mask_url
 from ..stores import PendingEntry, open_store
@@ -473,7 +474,8 @@ def uncursor(text: str) -> PendingEntry | None:
             return None
     except (ValueError, TypeError):
         return None
-    return PendingEntry(session_id, call_id, "", None, "", float(issued_at), None, 0.0)
+    return PendingEntry(session_id, PendingApproval(call_id, "", "", float(issued_at)), None,
+                        0.0)
 
 
 def _netloc(host: str, port: int) -> str:

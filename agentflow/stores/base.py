@@ -27,11 +27,12 @@ database stores, ``rows.py``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
-from ..approvals import RecordedAnswer, approval_request
+from ..approvals import PendingApproval, RecordedAnswer, approval_request
 from ..errors import (SessionConflictError, SessionError, SessionIntegrityError,
                       SessionLockedError, StoreError)
 from ..codec import encode
@@ -41,57 +42,44 @@ from .answers import answer_for, record_answers
 
 @dataclass(frozen=True)
 class PendingEntry:
-    """One call waiting for a human, as an approval inbox shows it (SPEC R22).
+    """One call waiting for a human, as an approval inbox shows it (SPEC R22): the
+    session's pause record and what the inbox adds to it.
+
+    Every field of ``record`` reads as the entry's own (``entry.why`` is
+    ``entry.record.why``): ``call_id``, ``tool``, ``digest`` (SHA-256 hex of the
+    canonical arguments, for ``ToolApprovalResponse``), ``issued_at`` (when the run
+    paused) and ``expires_at`` (POSIX seconds, or ``None``), and what the gate kept for
+    an inbox (SPEC R18, R19, R20, R24): ``why``, ``rule``, ``layer``, ``description``,
+    ``parameters``, ``preview``, ``subject``, ``mcp_tool``, ``exact_rules``,
+    ``request_id`` (each ``None`` when not recorded; see ``PendingApproval``).
 
     Attributes:
         session_id: the session (str) to resume.
-        call_id: the call's ``tool_call_id`` (str).
-        tool: the tool's name (str).
+        record: the ``PendingApproval`` the gate wrote at the pause.
         arguments: the parsed JSON arguments, or ``None`` when they are not valid JSON.
-        digest: SHA-256 hex of the canonical arguments, for ``ToolApprovalResponse``.
-        issued_at: when the run paused (POSIX seconds).
-        expires_at: when the approval lapses (POSIX seconds), or ``None``.
         age: seconds from ``issued_at`` to when the list was made.
         error: ``None``; for a session the store holds but cannot read (written by a
             newer version, signed with another secret, a damaged row, a stray file),
             what is wrong with it (str): the entry then stands for the whole session,
             with empty ``call_id``, ``tool`` and ``digest`` (SPEC R22 addendum).
-        why: why it asks (str, R18, R19), or ``None``.
-        rule: the policy rule that asked (str), or ``None``; ``layer`` its layer.
-        description: the tool's description (str) from the gate, or ``None``.
-        parameters: the tool's parameter schema (dict) from the gate, to check an edit
-            against (R20), or ``None`` in records made before it was kept.
-        preview: the tool's preview of the call (str: the command line, a write's
-            diff), or ``None``.
-        subject: the name of the tool's subject argument (str, R19), or ``None``.
-        mcp_tool: ``server.tool`` for an MCP tool, or ``None``.
-        exact_rules: the rules (list of str) a grant of exactly this call would add
-            (R19), or ``None``.
-        request_id: the pause's ``request_id`` (R24), where the record has one.
         answer: the ``RecordedAnswer`` an inbox recorded for it (``SessionStore.answer``)
             and no worker has used yet, or ``None``.
     """
 
     session_id: str
-    call_id: str
-    tool: str
+    record: PendingApproval
     arguments: Any
-    digest: str
-    issued_at: float
-    expires_at: float | None
     age: float
     error: str | None = None
-    why: str | None = None
-    rule: str | None = None
-    layer: str | None = None
-    description: str | None = None
-    parameters: dict | None = None
-    preview: str | None = None
-    subject: str | None = None
-    mcp_tool: str | None = None
-    exact_rules: list | None = None
-    request_id: str | None = None
     answer: RecordedAnswer | None = None
+
+    def __getattr__(self, name: str):
+        if name in _RECORD_FIELDS:  # one pause record, not a copy of its fields
+            return getattr(self.record, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+_RECORD_FIELDS = frozenset(f.name for f in dataclasses.fields(PendingApproval))
 
 
 def check_session_id(session_id) -> str:
@@ -155,29 +143,14 @@ def pending_entries(session_id: str, session: AgentSession, now: float) -> list[
             continue
         request = approval_request(call, "", record)
         entries.append(PendingEntry(
-            session_id, call.id, call.name, request.arguments, record.digest,
-            record.issued_at, record.expires_at, max(0.0, now - record.issued_at),
-            **shown_fields(record, answer_for(session, call.id))))
+            session_id, dataclasses.replace(record, tool=call.name), request.arguments,
+            max(0.0, now - record.issued_at), answer=answer_for(session, call.id)))
     return entries
 
 
-# What an inbox entry carries beyond the call (SPEC R20, R24): from the pending record.
+# What a pending row keeps of the record beyond the call (SPEC R20, R24; rows.py).
 SHOWN_FIELDS = ("why", "rule", "layer", "description", "parameters", "preview", "subject",
                 "mcp_tool", "exact_rules", "request_id")
-
-
-def shown_fields(record, answer: RecordedAnswer | None) -> dict:
-    """The inbox fields of an entry, from its pending record and recorded answer.
-
-    Args:
-        record: the ``PendingApproval``.
-        answer: the ``RecordedAnswer`` of its call, or ``None``.
-
-    Returns:
-        dict: keyword arguments of ``PendingEntry`` (``SHOWN_FIELDS`` and ``answer``).
-    """
-    return {**{name: getattr(record, name, None) for name in SHOWN_FIELDS},
-            "answer": answer}
 
 
 def broken_entry(session_id: str, error: Exception, since: float,
@@ -195,8 +168,8 @@ def broken_entry(session_id: str, error: Exception, since: float,
     Returns:
         PendingEntry: with empty ``call_id``, ``tool`` and ``digest`` and the error.
     """
-    return PendingEntry(session_id, "", "", None, "", since, None, max(0.0, now - since),
-                        f"{type(error).__name__}: {error}")
+    return PendingEntry(session_id, PendingApproval("", "", "", since), None,
+                        max(0.0, now - since), f"{type(error).__name__}: {error}")
 
 
 def order(entry: PendingEntry) -> tuple:

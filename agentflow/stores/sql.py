@@ -64,7 +64,7 @@ import threading
 import time
 import uuid
 
-from ..approvals import RecordedAnswer
+from ..approvals import PendingApproval, RecordedAnswer
 from ..codec import encode
 from ..errors import SessionError, SessionLockedError, StoreError
 from ..redact import mask_url
@@ -204,11 +204,12 @@ class _SQLStore(SessionStore):
             try:
                 data = rows.read_pending_row(session_id, text, mac, self.secret)
                 answer = data.get("answer")
+                record = PendingApproval(call_id, data["tool"], data["digest"], issued_at,
+                                         data["expires_at"],
+                                         **{name: data.get(name) for name in SHOWN_FIELDS})
                 entries.append(PendingEntry(
-                    session_id, call_id, data["tool"], data["arguments"], data["digest"],
-                    issued_at, data["expires_at"], max(0.0, now - issued_at),
-                    answer=RecordedAnswer(**answer) if answer is not None else None,
-                    **{name: data.get(name) for name in SHOWN_FIELDS}))
+                    session_id, record, data["arguments"], max(0.0, now - issued_at),
+                    answer=RecordedAnswer(**answer) if answer is not None else None))
             except (ValueError, KeyError, TypeError, SessionError) as exc:
                 entries.append(broken_entry(session_id, exc, issued_at, now))
         for session_id, revision, text, since in legacy:  # written before the rows layout
