@@ -398,8 +398,8 @@ def test_a_project_files_sandbox_settings_apply_only_once_trusted(server, place)
     env = child_env(HOME=place["home"])
     done = pause(server, place, {"command": "echo ran > ran.txt"}, env, runs=False)
     assert done.returncode == 3
-    assert (f"policy: the allow rules and sandbox settings of {policy} are not applied: the "
-            "file is not trusted yet") in done.stdout
+    assert (f"policy: the sandbox settings of {policy} are not applied: the file is not "
+            "trusted yet") in done.stdout
     assert not os.path.exists(place["ws"] + "/ran.txt")
 
     trust_project_file(policy)

@@ -16,7 +16,7 @@ import pytest
 from agentflow.testing.replay import ReplayServer, chat_stream
 
 from helpers_cli import (CONFIG_HOME, KEY, calls_reply, child_env, json_lines, pty_chat,
-                         run_chat, trust_project_file)
+                         run_agentflow, run_chat, trust_project_file)
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 GREEDY = {"allow": ["run_command", "write_file"], "deny": ["run_command(rm -rf *)"]}
@@ -57,8 +57,8 @@ def test_with_json_the_note_goes_to_stderr_and_stdout_stays_json(server, tmp_pat
     assert [u["type"] for u in json_lines(done.stdout)][-1] == "paused"
     assert done.stderr == (f"agentflow: note: policy: the allow rules of {path} are not "
                            "applied: the file is not trusted yet (a repository could grant "
-                           "itself anything). Run agentflow chat on a terminal in this "
-                           "folder to review and trust it; its deny and ask rules apply\n")
+                           "itself anything). Review and trust it with agentflow policy "
+                           f"trust {path}; its deny and ask rules apply\n")
 
 
 def test_its_deny_rules_still_apply(server, tmp_path):
@@ -111,6 +111,113 @@ def test_on_a_terminal_the_file_is_shown_and_trusted_by_the_person(server, tmp_p
     record = pathlib.Path(CONFIG_HOME) / "agentflow" / "trusted.json"
     trusted = json.loads(record.read_text())["project_files"] if record.exists() else {}
     assert (str(path) in trusted) is runs
+
+
+# -- agentflow policy trust / untrust (issue 34) --------------------------------------------------
+
+def trusted_records() -> dict:
+    record = pathlib.Path(CONFIG_HOME) / "agentflow" / "trusted.json"
+    return json.loads(record.read_text())["project_files"] if record.exists() else {}
+
+
+def shown_widening(path, allow: str, contents: bytes, sandbox: str = "") -> str:
+    return (f"The project policy file {path} lets these run without asking:\n"
+            f"  allow: {allow}\n" + (f"  sandbox: {sandbox}\n" if sandbox else "")
+            + f"Its contents:\n{contents.decode()}\n")
+
+
+def test_policy_trust_without_a_terminal_needs_yes_and_records_the_bytes_it_showed(
+        server, tmp_path):
+    """SPEC R26 without a model: ``agentflow policy trust`` shows the widening settings
+    exactly; without a terminal it trusts only with --yes, and records the SHA-256 of
+    the bytes it showed; the chat then applies the allow rules (the call runs unasked)."""
+    import hashlib
+    path = repository(tmp_path, {"allow": ["run_command(touch ran)"],
+                                 "sandbox": {"auto_allow": True, "network": False}})
+    contents = path.read_bytes()
+    shown = shown_widening(path, "run_command(touch ran)", contents, sandbox="auto_allow")
+    refused = run_agentflow("policy", "trust", cwd=tmp_path)
+    assert (refused.returncode, refused.stdout) == (2, shown)
+    assert refused.stderr == ("agentflow: policy trust: not trusted: standard input is not a "
+                              "terminal, so nobody can answer; give --yes to trust what is "
+                              "shown above\n")
+    assert str(path) not in trusted_records()
+
+    done = run_agentflow("policy", "trust", "--yes", cwd=tmp_path)
+    digest = hashlib.sha256(contents).hexdigest()
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == shown + (f"trusted {path} (SHA-256 {digest}); a change to it is "
+                                   "asked about again\n")
+    assert trusted_records()[str(path)] == digest
+    again = run_agentflow("policy", "trust", str(path), cwd=tmp_path.parent)
+    assert again.stdout == f"{path} is trusted as it is now (SHA-256 {digest})\n"
+
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran"})))
+    server.queue(chat_stream("ok"))
+    ran = run_chat("--sandbox", "off", "--base-url", server.base_url, "go", cwd=tmp_path)
+    assert (ran.returncode, ran.stderr) == (0, "")
+    assert (tmp_path / "ran").exists()
+
+
+def test_policy_untrust_takes_it_back(server, tmp_path):
+    path = repository(tmp_path, {"allow": ["run_command(touch ran)"]})
+    trust_project_file(path)
+    done = run_agentflow("policy", "untrust", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, f"untrusted {path}: its allow rules and "
+                                                 "sandbox settings are not applied until it "
+                                                 "is trusted again\n")
+    assert str(path) not in trusted_records()
+    assert run_agentflow("policy", "untrust", cwd=tmp_path).stdout == (
+        f"{path} was not trusted; nothing changed\n")
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran"})))
+    paused = run_chat("--sandbox", "off", "--base-url", server.base_url, "--session", "s.json",
+                      "go", cwd=tmp_path)
+    assert paused.returncode == 3 and not (tmp_path / "ran").exists()
+    assert "the file is not trusted yet" in paused.stdout
+
+
+@pytest.mark.parametrize("answer, status", [("y", 0), ("n", 1)])
+def test_policy_trust_on_a_terminal_asks_y_n(tmp_path, answer, status):
+    from helpers_pty import PtyProcess
+    path = repository(tmp_path)
+    trust = PtyProcess(["policy", "trust"], cwd=tmp_path, env=child_env())
+    shown = trust.expect("(remembered until it changes)? [y/N] ")
+    assert "  allow: run_command, write_file\n" in shown
+    assert '"deny": ["run_command(rm -rf *)"]' in shown
+    trust.send(answer)
+    assert trust.wait() == status
+    assert (str(path) in trusted_records()) is (answer == "y")
+    if answer == "n":
+        assert trust.rest().endswith("not trusted: its allow rules are not applied\n")
+
+
+def test_policy_trust_of_a_file_that_widens_nothing_or_is_no_policy(tmp_path):
+    path = repository(tmp_path, {"deny": ["run_command(rm *)"]})
+    done = run_agentflow("policy", "trust", cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, (
+        f"{path} widens nothing (no allow rule, no sandbox setting that lets commands run "
+        "unasked or reach the network): its deny and ask rules apply without trust\n"))
+    path.write_text("{not json", encoding="utf-8")
+    bad = run_agentflow("policy", "trust", "--yes", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith(
+        f"agentflow: policy trust: {path} is not valid JSON")
+    assert str(path) not in trusted_records()
+
+
+def test_a_trusted_file_that_changed_is_called_changed_not_untrusted(server, tmp_path):
+    """Issue 34: the note said "not trusted yet" of a file the person had trusted and
+    that changed since; it says what happened."""
+    path = repository(tmp_path, {"allow": ["run_command(touch ran)"]})
+    trust_project_file(path)
+    path.write_text(json.dumps({"allow": ["run_command(touch ran)", "write_file"]}),
+                    encoding="utf-8")
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran"})))
+    done = run_chat("--sandbox", "off", "--base-url", server.base_url, "--session", "s.json",
+                    "go", cwd=tmp_path)
+    assert done.returncode == 3 and not (tmp_path / "ran").exists()
+    assert (f"policy: the allow rules of {path} are not applied: the file changed since you "
+            f"trusted it. Review and trust it with agentflow policy trust {path}; its deny "
+            "and ask rules apply") in done.stdout
 
 
 # -- a session file from elsewhere ------------------------------------------------------------

@@ -8,6 +8,8 @@
     agentflow worker --store URL [chat options]    resume the sessions answered there
     agentflow show --session FILE [--store URL]    a saved conversation, its grants, what waits
     agentflow policy check 'TOOL(SUBJECT)'         which rule decides a call (--mcp: of MCP tools)
+    agentflow policy trust [FILE]                  review and trust a project policy file
+    agentflow policy untrust [FILE]                take that trust back
 """
 
 from __future__ import annotations
@@ -130,7 +132,8 @@ def _add_store_commands(commands) -> None:
 
 def _add_policy(commands) -> None:
     policy = commands.add_parser(
-        "policy", help="test approval policy rules without running a model")
+        "policy", help="test approval policy rules, and trust a project's, without running a "
+                  "model")
     policy_commands = policy.add_subparsers(dest="policy_command", required=True)
     check = policy_commands.add_parser(
         "check", help="print which rule in which layer decides a call, e.g. "
@@ -147,6 +150,19 @@ def _add_policy(commands) -> None:
                        metavar="NAME[.TOOL]=ask|run",
                        help="as agentflow chat --mcp-approval: override a server's "
                             "annotations")
+    from ..policy import PROJECT_FILE
+    file_help = (f"the project policy file (default: {PROJECT_FILE} here, the one agentflow "
+                 "chat reads when it works in this folder)")
+    trusting = policy_commands.add_parser(
+        "trust", help="show what a project policy file lets run without asking (its allow "
+                      "rules and sandbox settings) and trust exactly that content (SPEC R26)")
+    trusting.add_argument("file", nargs="?", metavar="FILE", help=file_help)
+    trusting.add_argument("--yes", action="store_true",
+                          help="trust without asking (needed without a terminal)")
+    untrusting = policy_commands.add_parser(
+        "untrust", help="take back the trust in a project policy file: its allow rules and "
+                        "sandbox settings stop applying")
+    untrusting.add_argument("file", nargs="?", metavar="FILE", help=file_help)
 
 
 def _chat_doc() -> str:
@@ -209,6 +225,14 @@ def _dispatch(args) -> int:
             return worker_command(args)
         except (AgentflowError, ValueError, OSError, ImportError) as exc:
             _complain(str(exc))
+            return 1
+    if args.command == "policy" and args.policy_command in ("trust", "untrust"):
+        from .policy_trust import trust_command, untrust_command
+        try:
+            return (trust_command(args.file, args.yes) if args.policy_command == "trust"
+                    else untrust_command(args.file))
+        except OSError as exc:  # the configuration folder cannot be written
+            _complain(f"policy {args.policy_command}: {exc}")
             return 1
     if args.command == "policy":
         from .policy_check import policy_check

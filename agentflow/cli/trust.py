@@ -29,6 +29,7 @@ import hmac
 import json
 import os
 import secrets
+import shlex
 
 from ..durable import write_atomically
 from ..display import safe_text
@@ -126,6 +127,77 @@ def trust(path: str, data: bytes | None = None) -> None:
                      prefix=".trusted-")
 
 
+def untrust(path: str) -> bool:
+    """Forget that the person trusted the project file at ``path``.
+
+    Args:
+        path: the project policy file (str); compared by absolute path.
+
+    Returns:
+        bool: ``True`` when a record was removed.
+
+    Raises:
+        OSError: the configuration folder cannot be written.
+    """
+    files = _read_trusted()
+    if files.pop(os.path.abspath(path), None) is None:
+        return False
+    write_atomically(_trust_file(), json.dumps({"project_files": files}, indent=1) + "\n",
+                     prefix=".trusted-")
+    return True
+
+
+def _widening(layer: ApprovalPolicy) -> list[str]:
+    return sorted(k for k, v in layer.sandbox.items() if v)  # issue 27: these widen too
+
+
+def widens(layer: ApprovalPolicy) -> bool:
+    """Whether a policy layer widens what runs without asking: ``allow`` rules, or a
+    ``sandbox`` setting that is true (``auto_allow``, ``network``).
+
+    Args:
+        layer: an ``ApprovalPolicy``.
+
+    Returns:
+        bool: ``True`` when trusting it would change what runs (SPEC R26).
+    """
+    return bool(layer.allow or _widening(layer))
+
+
+def widening_text(layer: ApprovalPolicy, data: bytes) -> str:
+    """What a person is shown before trusting a project file: its widening settings
+    exactly, then the whole file, escaped (SPEC R25, R26).
+
+    Args:
+        layer: the policy read from ``data`` (its ``source`` is the file).
+        data: the file's bytes, the ones whose SHA-256 is recorded.
+
+    Returns:
+        str: the lines, without a question.
+    """
+    widening = _widening(layer)
+    shown = safe_text(data.decode("utf-8", "replace"), multiline=True)
+    return (f"The project policy file {safe_text(str(layer.source))} lets these run without "
+            "asking:\n"
+            + (f"  allow: {', '.join(safe_text(r) for r in layer.allow)}\n" if layer.allow
+               else "")
+            + (f"  sandbox: {', '.join(widening)}\n" if widening else "")
+            + f"Its contents:\n{shown}")
+
+
+def widening_names(layer: ApprovalPolicy) -> str:
+    """What trusting a project file applies, in words.
+
+    Args:
+        layer: its ``ApprovalPolicy``.
+
+    Returns:
+        str: ``allow rules``, ``sandbox settings`` or both.
+    """
+    return " and ".join((["allow rules"] if layer.allow else [])
+                        + (["sandbox settings"] if _widening(layer) else []))
+
+
 def without_allows(layer: ApprovalPolicy) -> ApprovalPolicy:
     """``layer`` with its ``allow`` rules and ``sandbox`` settings left out: what an
     untrusted project file may still do (narrow).
@@ -164,27 +236,23 @@ def trusted_project(layer: ApprovalPolicy, confirm=None, notes=None) -> Approval
                                                                  layer.source)
     except PolicyError:
         found = None
-    widening = {k: v for k, v in layer.sandbox.items() if v}  # issue 27: it widens too
-    if not (layer.allow or widening):
+    if not widens(layer):
         return layer
     if found is not None and is_trusted_digest(layer.source, found[0]):
         return layer
     if confirm is not None and found is not None:
-        shown = safe_text(found[1].decode("utf-8", "replace"), multiline=True)
-        question = (f"The project policy file {layer.source} lets these run without "
-                    f"asking:\n  allow: {', '.join(safe_text(r) for r in layer.allow)}\n"
-                    + (f"  sandbox: {', '.join(sorted(widening))}\n" if widening else "") +
-                    f"Its contents:\n{shown}\nTrust this file's allow rules (remembered "
-                    f"until it changes)? [y/N] ")
+        question = (widening_text(layer, found[1]) + f"\nTrust this file's "
+                    f"{widening_names(layer)} (remembered until it changes)? [y/N] ")
         if confirm(question):
             trust(layer.source, found[1])
             return layer
     if notes is not None:
-        what = "the allow rules" + (" and sandbox settings" if widening else "")
-        notes.append(f"policy: {what} of {layer.source} are not applied: the file "
-                     "is not trusted yet (a repository could grant itself anything). Run "
-                     "agentflow chat on a terminal in this folder to review and trust it; "
-                     "its deny and ask rules apply")
+        why = ("the file changed since you trusted it" if
+               os.path.abspath(layer.source) in _read_trusted() else "the file is not trusted "
+               "yet (a repository could grant itself anything)")
+        notes.append(f"policy: the {widening_names(layer)} of {layer.source} are not "
+                     f"applied: {why}. Review and trust it with agentflow policy trust "
+                     f"{shlex.quote(str(layer.source))}; its deny and ask rules apply")
     return without_allows(layer)
 
 
