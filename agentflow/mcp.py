@@ -1,5 +1,5 @@
 """MCP servers as agentflow tools, behind the same approval gate (optional extra
-``agentflow[mcp]``, which installs the official ``mcp`` SDK; ``import agentflow`` never
+``agentflow-approvals[mcp]``, which installs the official ``mcp`` SDK; ``import agentflow`` never
 imports this module).
 
     from agentflow.mcp import MCPServer
@@ -92,9 +92,10 @@ from .tools import Tool
 try:
     from mcp import Client, StdioServerParameters
     from mcp.shared.exceptions import MCPError as _SDKError
-    from mcp.types import CONNECTION_CLOSED
+    from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("agentflow.mcp needs the MCP SDK: pip install '.[mcp]' in a checkout of agentflow") from exc
+    raise ImportError("agentflow.mcp needs the MCP SDK: pip install '.[mcp]' in a checkout "
+                      "of agentflow-approvals") from exc
 
 DEFAULT_TIMEOUT = 60.0        # seconds a tool call may take
 DEFAULT_START_TIMEOUT = 60.0  # seconds to start, connect and list tools (npx may download)

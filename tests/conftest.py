@@ -52,7 +52,7 @@ def postgres_dsn():
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _no_postgres("psycopg is not installed (pip install 'agentflow[postgres]')")
+        _no_postgres("psycopg is not installed (pip install '.[postgres]' in a checkout of agentflow-approvals)")
     import postgres_cluster
     folder = tempfile.mkdtemp(prefix="agentflow-pg-")  # not under pytest's 0700 folders
     try:

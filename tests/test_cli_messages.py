@@ -331,3 +331,15 @@ def test_ctrl_c_mid_stream_with_json_ends_with_a_closing_object_and_keeps_the_me
                                            "completed step are kept; the unfinished step is "
                                            "not"}]
     assert saved(tmp_path / "s.json")["messages"] == [user("Tell me a story")]
+
+
+def test_a_worker_names_a_setting_it_lacks_instead_of_saying_none():
+    """Issue 34: a worker skipping a session said "this worker has None" for a setting
+    it was not given; it says which flag is missing."""
+    from agentflow.cli.settings import DEFAULTS
+    from agentflow.cli.worker import settings_problem
+    mine = {**DEFAULTS, "tools": "run_command"}
+    assert settings_problem({**mine, "system": "Be terse."}, mine) == (
+        "--system: the session remembers 'Be terse.', this worker has no --system")
+    assert settings_problem({**mine, "profile": None}, {**mine, "profile": "ollama"}) == (
+        "--profile: the session remembers no --profile, this worker has 'ollama'")

@@ -302,3 +302,52 @@ def test_pending_says_which_calls_an_inbox_answered(server, tmp_path):
                                       cwd=tmp_path).stdout)
     assert [("answered" in e, e["call_id"]) for e in listed] == [(True, "call_1"),
                                                                   (False, "call_2")]
+
+
+@pytest.mark.parametrize("command", [["pending"], ["chat", "--tools", "none", "hi"]])
+def test_a_reader_that_leaves_early_is_no_failure_of_a_listing(tmp_path, command):
+    """Issue 34: ``agentflow pending | head`` exited 0 or 1 by the pipe's timing (the
+    broken pipe showed in the command, or at exit as status 120). A listing the reader
+    stopped reading exits 0, every time; a run cut short (a chat) still exits 1."""
+    import contextlib
+    import io
+    from agentflow.cli.main import main
+    url = f"sqlite:///{tmp_path}/sessions.db"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before anything is written
+    stream = io.TextIOWrapper(io.FileIO(write_end, "w"), encoding="utf-8")
+    with ReplayServer([chat_stream("Hello " * 20000)]) as server:
+        args = ["--store", url] if command[0] == "pending" else [
+            "--base-url", server.base_url, "--sandbox", "off"]
+        saved_env = dict(os.environ)
+        os.environ.update(child_env())
+        try:
+            with contextlib.redirect_stdout(stream):
+                status = main([command[0], *args, *command[1:]])
+        finally:
+            os.environ.clear()
+            os.environ.update(saved_env)
+    stream.close()
+    assert status == (0 if command[0] == "pending" else 1)
+
+
+def test_the_mcp_sdks_own_log_lines_are_hidden_unless_verbose(capsys):
+    """Issue 34: the MCP SDK's warnings (with tracebacks) reached stderr at start-up,
+    reading like failures. Hidden by default; ``--verbose`` shows them, each line
+    prefixed and escaped (they quote what a server sent, SPEC R25)."""
+    import logging
+    from agentflow.cli.servers import sdk_logs
+    sdk = logging.getLogger("mcp.client.stdio")  # a logger the SDK logs to
+    try:
+        sdk_logs(False)
+        sdk.error("Failed to parse JSONRPC message from server")
+        assert capsys.readouterr().err == ""
+        sdk_logs(True)
+        sdk.error("Failed to parse %s\nline two", "banner \x1b[2J")
+        assert capsys.readouterr().err == (
+            "agentflow: mcp sdk: ERROR mcp.client.stdio: Failed to parse banner \\x1b[2J\n"
+            "agentflow: mcp sdk: line two\n")
+    finally:
+        root = logging.getLogger("mcp")
+        root.handlers[:], root.propagate = [], True
+        root.setLevel(logging.NOTSET)

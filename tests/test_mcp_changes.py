@@ -75,6 +75,21 @@ def test_an_unchanged_tool_still_runs_after_a_change_elsewhere(changing):
     assert tools["echo"].approval_reason == "readOnlyHint"
 
 
+def test_what_a_server_sends_unasked_is_handled_not_a_name_error():
+    """Issue 34: the handler of what a server sends unasked named a class agentflow never
+    imported, so every message it got (a list_changed notification, a line on a stdio
+    server's stdout that is not JSON-RPC, delivered as an exception) raised NameError,
+    which the SDK printed with its traceback at start-up. A notification is noted, so
+    ``relist()`` reads the list again; anything else is passed over."""
+    import asyncio
+    from mcp.types import ToolListChangedNotification
+    server = MCPServer.http("http://127.0.0.1:9/mcp")  # never started: only its handler
+    asyncio.run(server._on_message(ValueError("Server running on stdio")))
+    assert server._list_changed is False
+    asyncio.run(server._on_message(ToolListChangedNotification()))
+    assert server._list_changed is True
+
+
 def test_an_explicit_approval_setting_still_decides_a_changed_tool(tmp_path):
     """``approval={"peek": False}`` is the person's own word about that tool: it
     decides even after the server redefines it."""

@@ -314,6 +314,27 @@ def test_the_readme_never_installs_the_unrelated_agentflow_from_the_index():
     assert [line for line in lines if re.match(r"['\"]?agentflow\b(?!-approvals)", line)] == []
 
 
+def test_help_and_messages_never_name_the_taken_distribution():
+    """Issue 34: ``agentflow chat --help`` said "needs agentflow[mcp]", the extra of the
+    index's unrelated ``agentflow``; help texts, messages and docstrings name
+    ``agentflow-approvals`` (or a checkout's ``.[mcp]``)."""
+    import contextlib
+    import io
+    from agentflow.cli.main import main
+    taken = re.compile(r"(?<![\w.-])agentflow\[")
+    helps = []
+    for command in (["--help"], ["chat", "--help"], ["worker", "--help"],
+                    ["policy", "check", "--help"]):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
+            main(command)
+        helps.append(out.getvalue())
+    assert "agentflow-approvals" in helps[1]
+    assert [h for h in helps if taken.search(h)] == []
+    sources = [p for p in PACKAGE_DIR.rglob("*.py") if taken.search(p.read_text("utf-8"))]
+    assert sources == []
+
+
 # -- the repository (issue 34) -------------------------------------------------------------
 
 REPO = PACKAGE_DIR.parent

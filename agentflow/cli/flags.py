@@ -50,7 +50,8 @@ def add_arguments(parser) -> None:
                         help="also offer the tools of this MCP server: a command line run "
                              "over stdio, or an http(s) URL (streamable HTTP); repeatable; "
                              "the model calls its tools NAME__TOOL, policy rules name "
-                             "them NAME.TOOL(pattern); needs agentflow[mcp]")
+                             "them NAME.TOOL(pattern); needs the mcp extra "
+                             "(pip install '.[mcp]' in a checkout of agentflow-approvals)")
     parser.add_argument("--mcp-approval", action="append", default=[],
                         metavar="NAME[.TOOL]=ask|run",
                         help="override what an MCP server's annotations say (they are "
@@ -92,6 +93,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--no-color", action="store_true",
                         help="no colour, even on a terminal (so does NO_COLOR=1)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show the MCP SDK's own log lines (hidden by default: start-up "
+                             "noise), prefixed and escaped")
 
 
 def check_flags(args) -> None:

@@ -22,6 +22,8 @@ from ..display import safe_text
 
 # The commands whose runs and answers are traced (OTEL_* variables, cli/telemetry.py).
 TRACED = ("chat", "worker", "inbox", "pending", "demo")
+# The commands that only print what they read: a reader leaving early is no error.
+LISTINGS = ("pending", "show", "inspect-stream", "policy check")
 
 
 def main(argv=None) -> int:
@@ -39,16 +41,24 @@ def main(argv=None) -> int:
     if args.command is None:  # a bare `agentflow`: what it can do, not a usage error
         parser.print_help()
         return 0
+    if getattr(args, "mcp", None):
+        from .servers import sdk_logs
+        sdk_logs(args.verbose)
     from .telemetry import configure
     shutdown = configure() if args.command in TRACED else (lambda: None)
     try:
-        return _dispatch(args)
+        status = _dispatch(args)
+        sys.stdout.flush()  # a reader that left shows here, not at exit (status 120)
+        return status
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `agentflow ... | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        # A listing read as far as the reader wanted is no failure (issue 34: `pending |
+        # head` gave 0 or 1 by the pipe's timing); a run cut short still is.
+        command = " ".join(filter(None, (args.command, getattr(args, "policy_command", None))))
+        return 0 if command in LISTINGS else 1
     finally:
         shutdown()  # the spans still queued are sent (a worker's last resume)
 
@@ -150,6 +160,8 @@ def _add_policy(commands) -> None:
                        metavar="NAME[.TOOL]=ask|run",
                        help="as agentflow chat --mcp-approval: override a server's "
                             "annotations")
+    check.add_argument("--verbose", action="store_true",
+                       help="as agentflow chat --verbose: show the MCP SDK's log lines")
     from ..policy import PROJECT_FILE
     file_help = (f"the project policy file (default: {PROJECT_FILE} here, the one agentflow "
                  "chat reads when it works in this folder)")

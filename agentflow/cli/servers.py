@@ -79,6 +79,38 @@ def start_mcp_servers(specs, stack, approvals=()) -> list:
     return servers
 
 
+def sdk_logs(verbose: bool) -> None:
+    """Where the MCP SDK's own log lines go (its ``mcp`` loggers; issue 34). Without a
+    handler Python prints every warning of theirs on stderr, tracebacks included (a
+    stdio server's banner line, a GET stream the server does not offer): start-up noise
+    that reads like a failure. They are hidden, unless ``--verbose`` shows them (INFO and
+    above), each line prefixed ``agentflow: mcp sdk:`` and escaped, since they quote what
+    the server sent (SPEC R25). What a server writes on its own stderr is not a log line
+    of the SDK's, and is not touched here.
+
+    Args:
+        verbose: show them (bool).
+    """
+    import logging
+    import sys
+
+    class Shown(logging.Formatter):
+        def format(self, record):
+            return "\n".join(f"agentflow: mcp sdk: {safe_text(line)}"
+                             for line in super().format(record).splitlines())
+
+    logger = logging.getLogger("mcp")
+    logger.propagate = False  # never to a root handler an embedding program set up
+    logger.handlers[:] = []
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(Shown("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    else:
+        logger.addHandler(logging.NullHandler())
+
+
 def mcp_summary(server) -> str:
     """What ``agentflow chat`` shows at start for an MCP server: the server, one line per
     tool with its wire name and whether it asks, then how policy rules name them and what

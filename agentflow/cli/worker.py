@@ -115,9 +115,12 @@ def settings_problem(remembered, mine: dict) -> str | None:
             own = mine[name]
         if held != own:
             from ..redact import mask_url
-            shown = (lambda v: mask_url(v) if isinstance(v, str) else v)
-            differ.append(f"--{name.replace('_', '-')}: the session remembers "
-                          f"{shown(held)!r}, this worker has {shown(own)!r}")
+            flag = f"--{name.replace('_', '-')}"
+            # None is "not given" (issue 34: "this worker has None")
+            shown = (lambda v: f"no {flag}" if v is None
+                     else repr(mask_url(v) if isinstance(v, str) else v))
+            differ.append(f"{flag}: the session remembers {shown(held)}, this worker has "
+                          f"{shown(own)}")
     return "; ".join(differ) or None
 
 

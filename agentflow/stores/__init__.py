@@ -16,7 +16,7 @@ Which store:
   a file store of one file.
 * ``SQLiteStore(path)`` — one database file; the default for an application with many
   sessions and several worker processes on one machine.
-* ``PostgresStore(dsn)`` — workers on many machines (``agentflow[postgres]``).
+* ``PostgresStore(dsn)`` — workers on many machines (``agentflow-approvals[postgres]``).
 
 A worker holds a lease on each session it has open, released when it ends or dies
 (SIGKILL included): meanwhile another worker's ``open`` or write is refused with

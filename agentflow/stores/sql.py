@@ -32,7 +32,7 @@ lock up front, ``timeout`` seconds of waiting for it). Its lease is an OS lock o
 ``PATH-locks/<sha256 of the id>.lock`` beside the database (``durable.FileLock``),
 which the kernel drops when its holder dies; one machine, as SQLite itself.
 
-PostgreSQL (``psycopg`` 3, the extra ``agentflow[postgres]``, imported only when a
+PostgreSQL (``psycopg`` 3, the extra ``agentflow-approvals[postgres]``, imported only when a
 ``PostgresStore`` is made) serves workers on many machines. A lost connection (a
 server restart, a failover) is reconnected by the next statement, waiting at most
 ``reconnect_wait`` seconds, meanwhile ``StoreError``. Its lease is a row,
@@ -397,7 +397,7 @@ class PostgresStore(_SQLStore):
             import psycopg
         except ImportError:
             raise ImportError("PostgresStore needs psycopg 3: pip install "
-                              "'.[postgres]' in a checkout of agentflow") from None
+                              "'.[postgres]' in a checkout of agentflow-approvals") from None
         super().__init__(secret)
         self._psycopg = psycopg
         self._errors = (psycopg.Error,)
