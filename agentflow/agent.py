@@ -10,7 +10,7 @@ The loop writes through a ``SessionJournal`` (``journal.py``): each message it s
 joins the session, a call about to run goes into ``session.running`` (the write-ahead
 record, R16) and its result takes it out, and a session opened from a store is saved
 (``session.checkpoint()``) after every step: each message the loop stores, each call
-about to run, the gate's records, and before the final ``Finish``.
+about to run, the ledger's records (``records()``), and before the final ``Finish``.
 
 A context provider is code that adds to the prompt before a run and sees what the run
 produced after it (R1): a memory, a retrieval step or a clock are typical ones.

@@ -76,7 +76,9 @@ What is stored when
 The loop writes through one ``Journal`` (``journal.py``; ``ChatClientAgent`` passes a
 ``SessionJournal``, which saves the session after each write), at these moments only:
 
-* START stores nothing; the run's input waits (``unsaved``).
+* START stores nothing; the run's input waits (``unsaved``). Except when a stopped
+  resume asks again (R23) and the run has input: it is held in the ledger and
+  ``records()`` is called before the first request is yielded.
 * RESUMING: for each pending call, ``call_started(call)`` right before its tool runs
   (never for a call answered without running), then ``message(result)`` (R10, R16);
   then the input an earlier run gave while its pause was made (R23), as messages.

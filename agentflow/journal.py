@@ -9,9 +9,9 @@ and never finished. A journal has four writes:
   tool result) joins the history (R10);
 * ``call_started(call)``: a call is about to run; this must be durable before its tool
   runs (R16, the write-ahead record), and an exception stops the run before it does;
-* ``records()``: the gate wrote approval records into ``approvals`` that no new
-  message carries (a stored turn judged again pauses, R23); durable before the first
-  ``ToolApprovalRequest`` is yielded;
+* ``records()``: the ledger (``approvals``) changed and no new message carries it: a
+  stored turn judged again pauses, or a stopped resume asks again and holds the run's
+  input (R23); durable before the first ``ToolApprovalRequest`` is yielded;
 * ``finished()``: the run is about to yield its ``Finish`` (R9).
 
 ``Journal`` keeps the messages in memory (``messages``) and saves nothing: a loop run
@@ -65,7 +65,7 @@ class Journal:
         """
 
     def records(self) -> None:
-        """The gate's new records in ``approvals`` (R23); they are already in memory."""
+        """New records in ``approvals`` that no message carries (R23); already in memory."""
 
     def finished(self) -> None:
         """The run is about to yield its ``Finish``."""
@@ -78,7 +78,7 @@ class SessionJournal(Journal):
     out of ``session.running``. The session is saved (``checkpoint(changed=True)``)
     after every message but the run's own input (saved with the next write: the model's
     first completed turn, or the end), after each call recorded in ``running``, and
-    after the gate's records; and once more (``checkpoint()``, skipped when nothing
+    at each ``records()``; and once more (``checkpoint()``, skipped when nothing
     changed) before the ``Finish``.
 
     Args:
