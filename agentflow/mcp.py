@@ -86,11 +86,13 @@ import weakref
 from typing import Mapping, Sequence
 
 from .errors import MCPError, MCPTimeoutError, MCPToolError
+from .mcp_stderr import ServerStderr
 from .redact import mask_url
 from .tools import Tool
 
 try:
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
     from mcp.shared.exceptions import MCPError as _SDKError
     from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 except ImportError as exc:  # pragma: no cover - depends on the install
@@ -191,7 +193,8 @@ class MCPServer:
             cwd: the child's working directory (default: ours).
             **options: as for ``MCPServer`` (``name``, ``timeout``, ``approval`` …).
 
-        The child's stderr is ours (its log shows on the terminal). On ``stop()`` its
+        The child's stderr shows on ours, each line escaped and prefixed with the
+        server's name (``agentflow.mcp_stderr``, SPEC R25). On ``stop()`` its
         stdin is closed, and after 2 s its whole process group is ended.
         """
         if isinstance(args, str):
@@ -332,8 +335,13 @@ class MCPServer:
     async def _serve(self, ready: concurrent.futures.Future) -> None:
         """The one task that holds the SDK client open from start to stop (the SDK's
         context managers must be entered and left in the same task)."""
+        target, stderr = self._target, None
+        if isinstance(target, StdioServerParameters):  # its stderr shown safe (SPEC R25)
+            stderr = ServerStderr(lambda: self.name)
+            stderr.attach(asyncio.get_running_loop())
+            target = stdio_client(target, errlog=stderr.file)
         try:
-            async with Client(self._target, message_handler=self._on_message) as client:
+            async with Client(target, message_handler=self._on_message) as client:
                 specs = await _list_all(client)
                 self._client = client
                 ready.set_result((client.server_info, specs))
@@ -348,6 +356,8 @@ class MCPServer:
                 raise
         finally:
             self._client = None
+            if stderr is not None:
+                stderr.close()
 
     async def _on_message(self, message) -> None:
         """The SDK's handler of what the server sends unasked: a changed tool list is

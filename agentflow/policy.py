@@ -374,19 +374,30 @@ class ApprovalPolicy:
         return text.encode("utf-8")
 
 
-SANDBOX_SETTINGS = ("auto_allow", "network")  # a policy's sandbox settings (issue 27)
+SANDBOX_SETTINGS = ("auto_allow", "network")  # a policy's sandbox switches (issue 27)
+# a policy's sandbox lists (issue 37, SPEC R27): home folders shown, and environment
+# variables let through or kept out (agentflow.builtin.sandbox, agentflow.builtin.environment)
+SANDBOX_LISTS = ("home_read", "home_write", "env_include", "env_exclude")
 
 
 def _check_sandbox(settings, where: str) -> None:
     """A policy's ``sandbox`` object: ``auto_allow`` (sandboxed commands run without
-    asking) and ``network`` (sandboxed commands reach the network), both bool."""
+    asking) and ``network`` (sandboxed commands reach the network), both bool; and
+    ``home_read``, ``home_write`` (folders of the home folder commands see), and
+    ``env_include``, ``env_exclude`` (patterns of environment variable names), each a
+    list of str."""
     if not isinstance(settings, dict):
         raise PolicyError(f"{where}'sandbox' must be an object such as "
                           f"{{\"auto_allow\": true}}, got {type(settings).__name__}")
     for key, value in settings.items():
+        if key in SANDBOX_LISTS:
+            if not (isinstance(value, list) and all(isinstance(v, str) and v for v in value)):
+                raise PolicyError(f"{where}sandbox setting {key!r} must be a list of "
+                                  f"non-empty strings, got {value!r}")
+            continue
         if key not in SANDBOX_SETTINGS:
             raise PolicyError(f"{where}unknown sandbox setting {key!r}; the settings are "
-                              f"{', '.join(SANDBOX_SETTINGS)}")
+                              f"{', '.join(SANDBOX_SETTINGS + SANDBOX_LISTS)}")
         if not isinstance(value, bool):
             raise PolicyError(f"{where}sandbox setting {key!r} must be true or false, got "
                               f"{value!r}")

@@ -43,28 +43,109 @@ def scrub(text: str, secret: str | None) -> str:
     Returns:
         str: the text, masked; unchanged when the secret is absent or short.
     """
-    if not secret or len(secret) < MIN_SECRET or not text:
-        return text
-    # Every RUN-character piece of the key, then each match grown to its longest
-    # run: a text position starts a masked span when the piece there is in the key.
-    pieces = {secret[i:i + RUN] for i in range(len(secret) - RUN + 1)}
+    return scrub_all(text, [secret])
+
+
+def _pieces(secrets) -> set:
+    """Every ``RUN``-character piece of the secrets worth masking."""
+    return {secret[i:i + RUN] for secret in secrets if secret and len(secret) >= MIN_SECRET
+            for i in range(len(secret) - RUN + 1)}
+
+
+def _masked(text: str, pieces: set) -> list:
+    """Per character of ``text``: whether it lies in a run of a secret."""
     masked = [False] * len(text)
     for start in range(len(text) - RUN + 1):
         if text[start:start + RUN] in pieces:
             for i in range(start, start + RUN):
                 masked[i] = True
-    if not any(masked):
-        return text
-    out, i = [], 0
-    while i < len(text):
-        if masked[i]:
-            while i < len(text) and masked[i]:
-                i += 1
+    return masked
+
+
+def _joined(text: str, masked: list, inside: bool = False) -> str:
+    """``text`` with each span of masked characters as one ``***`` (none at the start
+    when the span goes on from an earlier piece, ``inside``)."""
+    out = []
+    for char, hidden in zip(text, masked):
+        if hidden and not inside:
             out.append(MASK)
-        else:
-            out.append(text[i])
-            i += 1
+        elif not hidden:
+            out.append(char)
+        inside = hidden
     return "".join(out)
+
+
+def scrub_all(text: str, secrets) -> str:
+    """``scrub`` for several secrets at once: every run of at least ``RUN``
+    consecutive characters of any of them replaced by ``***``.
+
+    Args:
+        text: any text (str).
+        secrets: the secrets (iterable of str or ``None``); those shorter than
+            ``MIN_SECRET`` are not treated as secrets.
+
+    Returns:
+        str: the text, masked.
+    """
+    pieces = _pieces(secrets)
+    if not pieces or not text:
+        return text
+    return _joined(text, _masked(text, pieces))
+
+
+class StreamScrubber:
+    """``scrub_all`` for text that comes in pieces, such as a command's live output:
+    a secret written a few characters at a time is masked as it would be in the
+    whole text (SPEC R27; masking each piece alone let a key through 5 characters per
+    write).
+
+    What could still turn out to start a secret (the end of the text seen so far
+    that is part of one, shorter than ``RUN``) is held back until the next piece
+    shows whether it does, or until ``finish``; ``RUN - 1`` characters of what was
+    shown are kept as context, so that a run begun before is masked as it goes on.
+
+    Args:
+        secrets: the secrets (iterable of str or ``None``), as for ``scrub_all``.
+    """
+
+    def __init__(self, secrets):
+        self.secrets = [s for s in secrets if s and len(s) >= MIN_SECRET]
+        self.pieces = _pieces(self.secrets)
+        self.tail = ""       # the last RUN - 1 characters shown, as they came
+        self.held = ""       # what is not shown yet
+        self.inside = False  # the last character shown was masked
+
+    def feed(self, piece: str) -> str:
+        """What to show of ``piece`` now (str, masked); the rest comes later.
+
+        Args:
+            piece: the next piece of text (str).
+
+        Returns:
+            str: the text to show.
+        """
+        if not self.pieces:
+            return piece
+        text = self.held + piece
+        hold = 0
+        if text[-RUN:] not in self.pieces:  # a run at the very end is masked already
+            hold = next((k for k in range(min(len(text), RUN - 1), 0, -1)
+                         if any(text[-k:] in s for s in self.secrets)), 0)
+        return self._show(text[:len(text) - hold], text[len(text) - hold:])
+
+    def finish(self) -> str:
+        """What is still held back, masked (str); the stream has ended."""
+        return self._show(self.held, "") if self.pieces else ""
+
+    def _show(self, shown: str, held: str) -> str:
+        context = self.tail
+        masked = _masked(context + shown + held, self.pieces)[len(context):len(context)
+                                                                 + len(shown)]
+        out = _joined(shown, masked, self.inside)
+        if shown:
+            self.inside = masked[-1]
+        self.tail, self.held = (context + shown)[-(RUN - 1):], held
+        return out
 
 
 def scrub_value(value, secret: str | None):

@@ -66,6 +66,7 @@ def need_bwrap() -> None:
 # policy; agentflow keeps there what the person trusted and the key that signs the
 # settings it remembers (SPEC R26). One per test process, removed at exit.
 CONFIG_HOME = tempfile.mkdtemp(prefix="agentflow-test-config-")
+STORE_KEY_FILE = os.path.join(CONFIG_HOME, "agentflow", "store.key")  # chats sign stores (R27)
 atexit.register(shutil.rmtree, CONFIG_HOME, True)
 
 
@@ -82,6 +83,13 @@ def trust_project_file(path) -> None:
             del os.environ["XDG_CONFIG_HOME"]
         else:
             os.environ["XDG_CONFIG_HOME"] = saved
+
+
+def store_key() -> bytes:
+    """The key the children's chats sign their stores with (SPEC R27): ``store.key`` in
+    their configuration folder, made by the first one that needs it."""
+    from agentflow.cli.trust import made_key
+    return made_key(STORE_KEY_FILE)
 
 
 def child_env(**extra) -> dict:

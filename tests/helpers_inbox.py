@@ -13,7 +13,7 @@ import pytest
 
 from agentflow.cli.inbox import Inbox
 from agentflow.testing.replay import ReplayServer
-from helpers_cli import calls_reply, run_agentflow, run_chat
+from helpers_cli import calls_reply, run_agentflow, run_chat, store_key
 
 
 @pytest.fixture
@@ -26,8 +26,10 @@ def server():
 
 @pytest.fixture
 def url(tmp_path):
-    """A SQLite store's URL in the test's folder."""
-    return f"sqlite:///{tmp_path}/sessions.db"
+    """A SQLite store's URL in a folder of its own in the test's folder (the chats'
+    workspace): the sandbox keeps that folder read-only (SPEC R27)."""
+    (tmp_path / "store").mkdir()
+    return f"sqlite:///{tmp_path}/store/sessions.db"
 
 
 def ran(folder) -> list:
@@ -54,9 +56,11 @@ def pause_chat(server, url: str, session_id: str, calls, cwd, *flags) -> None:
 
 
 @contextlib.contextmanager
-def running_inbox(url: str, host: str = "127.0.0.1", **kwargs):
-    """An ``Inbox`` on a free port (of loopback by default), stopped at the end."""
-    inbox = Inbox(url, host, 0, poll=0.05, **kwargs).start()
+def running_inbox(url: str, host: str = "127.0.0.1", signed: bool = True, **kwargs):
+    """An ``Inbox`` on a free port (of loopback by default), stopped at the end; for a
+    store the chats signed (``store_key``), unless not ``signed`` (an application's)."""
+    inbox = Inbox(url, host, 0, poll=0.05, secret=store_key() if signed else None,
+                  **kwargs).start()
     try:
         yield inbox
     finally:

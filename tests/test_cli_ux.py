@@ -16,7 +16,7 @@ from agentflow.testing.replay import ReplayServer, chat_stream
 
 from helpers_cli import (AGENTFLOW, PROMPT, REPO, TIMEOUT, calls_reply, child_env,
                          ctrl_c_when_waiting, json_lines, pty_chat, run_agentflow, run_chat,
-                         saved)
+                         saved, store_key)
 
 MCP_SERVER = REPO / "tests" / "mcp_server.py"
 
@@ -287,7 +287,7 @@ def test_pending_says_which_calls_an_inbox_answered(server, tmp_path):
     server.queue(calls_reply(("call_1", "run_command", {"command": "df -h"}),
                              ("call_2", "run_command", {"command": "ls"})))
     run_chat("--base-url", server.base_url, "--store", url, "-s", "t-1", "Go", cwd=tmp_path)
-    with SQLiteStore(str(tmp_path / "sessions.db")) as store:
+    with SQLiteStore(str(tmp_path / "sessions.db"), store_key()) as store:
         first = store.pending()[0]
         store.answer("t-1", [ToolApprovalResponse("call_1", True, digest=first.digest,
                                                   approver="dana",

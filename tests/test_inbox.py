@@ -19,7 +19,7 @@ from agentflow.errors import ApprovalError
 from agentflow.stores import open_store
 from agentflow.stores.answers import ready_responses
 from agentflow.testing.replay import chat_stream
-from helpers_cli import KEY
+from helpers_cli import KEY, store_key
 from helpers_inbox import (Client, pause_chat, ran, running_inbox, server,  # noqa: F401
                            url, worker_once)
 
@@ -176,7 +176,7 @@ def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(server,
         assert client.answer({k: v for k, v in fields.items() if k != "csrf"})[0] == 403
         stranger = Client(inbox)  # the right origin and form, but no token
         assert stranger.answer(fields)[0] == 403
-        with open_store(url) as store:
+        with open_store(url, store_key()) as store:
             assert store.pending()[0].answer is None  # nothing was recorded
         assert client.answer(fields) == (200, f"approved by {inbox.approver}; a worker "
                                               "resumes the session")
@@ -233,7 +233,7 @@ def test_approve_then_a_worker_runs_the_call_once(server, url, tmp_path):
     assert ran(tmp_path) == ["ran"]
     assert worker_once(url, server, tmp_path).count("resuming") == 0  # nothing left
     assert ran(tmp_path) == ["ran"]
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         assert [(a.outcome, a.approver) for a in store.load("t-1").audit] == [
             ("approved", "dana")]
 
@@ -268,13 +268,13 @@ def test_r20_an_edit_that_fails_the_schema_is_refused_and_a_good_one_runs(server
                                    ("{nope", "are not JSON")):
             status, message = client.answer({**fields, "arguments": arguments})
             assert status == 400 and problem in message, message
-        with open_store(url) as store:
+        with open_store(url, store_key()) as store:
             assert store.pending()[0].answer is None
         assert client.answer({**fields, "arguments": json.dumps(ECHO)})[0] == 200
     server.queue(chat_stream(text="Edited."))
     worker_once(url, server, tmp_path)
     assert ran(tmp_path) == ["ran"]
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         held = store.load("t-1")
     assert json.loads(held.messages[1].tool_calls[0].arguments) == ECHO  # what ran (R20)
 
@@ -293,7 +293,7 @@ def test_r19_always_allow_grants_the_rule_for_the_session(server, url, tmp_path)
                                               "; a worker resumes the session")
     server.queue(chat_stream(text="Once."))
     worker_once(url, server, tmp_path)
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         [grant] = store.load("t-1").grants
     assert grant.rule == "run_command(echo ran >>ran.txt)"
     assert grant.expires_at - grant.granted_at == 3600
@@ -304,14 +304,14 @@ def test_r26_a_worker_skips_sessions_whose_settings_are_not_its_own(server, url,
     other.mkdir()
     pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path,
                "--workspace", str(other))
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         entry = store.pending()[0]
         store.answer("t-1", [ToolApprovalResponse("call_1", True, digest=entry.digest)])
     log = worker_once(url, server, tmp_path)
     assert (f"worker: skipped t-1: --workspace: the session remembers {str(other)!r}, "
             f"this worker has {str(tmp_path)!r}") in log
     assert "resuming" not in log and ran(other) == []
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         assert list(store.answered()) == ["t-1"]  # left for a worker that matches
     server.queue(chat_stream(text="Ran there."))
     assert "resuming t-1" in worker_once(url, server, tmp_path, "--workspace", str(other))
@@ -322,7 +322,7 @@ def test_a_worker_refuses_an_answer_its_own_policy_denies_and_the_page_asks_agai
         server, url, tmp_path):
     pause_chat(server, url, "t-1", [("call_1", "run_command", {"command": "ls"})],
                tmp_path)
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         entry = store.pending()[0]
         store.answer("t-1", [ToolApprovalResponse("call_1", True, digest=entry.digest,
                                                   arguments={"command": "rm -rf x"})])
@@ -330,7 +330,7 @@ def test_a_worker_refuses_an_answer_its_own_policy_denies_and_the_page_asks_agai
     policy.write_text(json.dumps({"deny": ["run_command(rm *)"]}))
     log = worker_once(url, server, tmp_path, "--policy", str(policy))
     assert "refused the answers to t-1" in log and "denied by policy" in log
-    with open_store(url) as store:
+    with open_store(url, store_key()) as store:
         [entry] = store.pending()
         assert "denied by policy" in entry.answer.refused
         assert list(store.answered()) == []
@@ -378,7 +378,7 @@ def test_the_list_is_paged_oldest_first(make_agent, tmp_path):
     with open_store(url) as store:
         for i in range(inbox_page.PAGE_SIZE + 3):
             paused_library_session(make_agent, store, f"s{i:03d}")
-    with running_inbox(url) as inbox:
+    with running_inbox(url, signed=False) as inbox:  # an application's store
         client = Client(inbox)
         client.login()
         first = client.page()
@@ -487,7 +487,7 @@ def test_a_worker_skips_a_session_an_application_paused(make_agent, server, url,
         _, _, runs = paused_library_session(make_agent, store, "app-1")
         entry = store.pending()[0]
         store.answer("app-1", [ToolApprovalResponse("c1", True, digest=entry.digest)])
-    log = worker_once(url, server, tmp_path)
+    log = worker_once(url, server, tmp_path, "--unsigned")  # an application's store
     assert ("worker: skipped app-1: it was not started by agentflow chat (no remembered "
             "settings); resume it with the application's own agent (store.answered())") in log
     assert runs == []

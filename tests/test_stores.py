@@ -368,10 +368,10 @@ def test_r22_cli_chat_in_a_store_and_the_pending_inbox(tmp_path, capsys):
     """``agentflow chat --store URL --session ID`` pauses in the store; ``agentflow
     pending --store URL`` lists the call; ``--respond`` resumes it from the store."""
     from agentflow.cli.main import main
-    from helpers_cli import calls_reply, run_chat
+    from helpers_cli import STORE_KEY_FILE, calls_reply, run_chat
 
     def pending(*flags):
-        assert main(["pending", "--store", url, *flags]) == 0
+        assert main(["pending", "--store", url, "--store-key", STORE_KEY_FILE, *flags]) == 0
         return capsys.readouterr().out
 
     url = f"sqlite:///{tmp_path}/sessions.db"

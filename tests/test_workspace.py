@@ -168,8 +168,10 @@ def test_a_policy_can_widen_and_narrow_the_workspace(ws, replay):
                      chat_stream(text="ok"), policy=policy)
     session = AgentSession()
     updates = list(agent.run("look", session))
+    # the outside file was read; its text is also a value of the workspace's .env, so
+    # the model gets it masked (SPEC R27)
     assert [u.result for u in updates if isinstance(u, ToolResult)] == [
-        SECRET, "Rejected: denied by policy (read_file(**/*.log))"]
+        "***", "Rejected: denied by policy (read_file(**/*.log))"]
     assert [(r.call_id, r.outcome, r.rule) for r in session.audit] == [
         ("c1", "allowed", f"read_file({outside}/*)"), ("c2", "denied", "read_file(**/*.log)")]
 

@@ -34,14 +34,31 @@ from .sandbox import Sandbox
 BUILTIN_NAMES = ("run_command", "read_file", "list_dir", "write_file")
 
 
-def _without_secrets(text: str, names) -> str:
-    """``text`` without the values of the variables commands do not get (the API key,
-    SPEC R26): a command that reads agentflow's own environment (``/proc/PID/environ``
-    outside the sandbox) or a file holding the key must not hand it to the model, which
-    could send it anywhere."""
-    for name in names:
-        text = redact.scrub(text, os.environ.get(name))
-    return text
+def secrets_of(space: Workspace, names, sandbox: Sandbox | None = None) -> tuple[dict, list]:
+    """The environment commands get, and the secrets no result may carry (SPEC R26,
+    R27): the values of the variables commands do not get (the API key's, and those
+    ``agentflow.builtin.environment`` leaves out: a command that reads agentflow's own
+    environment, ``/proc/PID/environ`` outside the sandbox, or a file holding them must
+    not hand them to the model, which could send them anywhere), and the values of the
+    workspace's ``.env`` files (``agentflow.builtin.dotenv``: a copy read from git
+    history carries them too).
+
+    Args:
+        space: the ``Workspace`` whose ``.env`` files count.
+        names: the API key's variables (iterable of str), left out whatever the
+            sandbox's lists say.
+        sandbox: the ``Sandbox`` whose ``env_include`` / ``env_exclude`` apply.
+
+    Returns:
+        tuple: ``(environment, secrets)``: a dict of str, and a list of str.
+    """
+    from .dotenv import secret_values
+    from .environment import command_environment, masked_values
+    kept, removed = command_environment(
+        os.environ, sandbox.env_include if sandbox else (),
+        sandbox.env_exclude if sandbox else (), names)
+    keys = [os.environ.get(name) for name in names]
+    return kept, [k for k in keys if k] + masked_values(removed) + secret_values(space)
 
 
 def _cap(data: bytes, limit: int, total: int | None = None, what: str = "output cap") -> str:
@@ -133,24 +150,58 @@ class RunCommand(_Builtin):
         inside = self.sandboxed and sandbox is not False
         argv = (self.sandbox.argv(command, self.space.root, self.space.secret_files)
                 if inside else ["/bin/sh", "-c", command])
-        live = self.on_output
-        if live is not None:  # what a person watches live holds no key either (R26)
-            names = self.secret_env
+        env, secrets = secrets_of(self.space, self.secret_env, self.sandbox)
+        live, show = None, self.on_output
+        if show is not None:  # what a person watches live holds no secret either (R27)
+            screen = redact.StreamScrubber(secrets)
 
-            def live(piece: bytes, show=self.on_output) -> None:
-                text = _without_secrets(piece.decode("utf-8", "surrogateescape"), names)
-                show(text.encode("utf-8", "surrogateescape"))
-        status, output = commands.run(argv, self.space.root, self.timeout, self.secret_env,
-                                      live)
-        if status is None:
-            return _without_secrets(f"timed out after {self.timeout:g} s (killed)\n"
-                                    + _cap(output, self.output_cap), self.secret_env)
-        return _without_secrets(f"exit status {status}\n" + _cap(output, self.output_cap),
-                                self.secret_env)
+            def live(piece: bytes) -> None:
+                text = screen.feed(piece.decode("utf-8", "surrogateescape"))
+                if text:
+                    show(text.encode("utf-8", "surrogateescape"))
+        try:
+            status, output = commands.run(argv, self.space.root, self.timeout, (), live, env)
+        finally:
+            if show is not None and screen.held:
+                show(screen.finish().encode("utf-8", "surrogateescape"))
+        head = (f"timed out after {self.timeout:g} s (killed)" if status is None
+                else f"exit status {status}")
+        return redact.scrub_all(f"{head}\n" + _cap(output, self.output_cap), secrets)
 
     def _asks(self, arguments: dict) -> bool | str:
-        return (self.allow_refusal(arguments) or not self.sandbox.auto_allow
-                and "run_command always asks")
+        if self.allow_refusal(arguments):
+            return self.allow_refusal(arguments)
+        if not self.sandbox.auto_allow:
+            return "run_command always asks"
+        command = arguments.get("command") if isinstance(arguments, dict) else None
+        return bool(isinstance(command, str) and self.names_secret(command)) and (
+            f"auto_allow does not cover it: it {self.names_secret(command)}")
+
+    def names_secret(self, command: str) -> str | None:
+        """Whether a command line names a secret file in any of its words: as a path,
+        after a ``:`` (git's ``REV:PATH``, ``git show HEAD~1:.env``, which prints a
+        removed ``.env`` from history the sandbox cannot hide) or after a ``=``
+        (``--env-file=.env``). Such a call asks even with ``auto_allow`` (SPEC R27).
+
+        Args:
+            command: the command line (str).
+
+        Returns:
+            str | None: ``names <word>: a secret file (<kind>)``, for the first one.
+        """
+        from ..commandline import shell
+        for part in shell.parse(command).every_command():
+            words = part.words or part.text.split()
+            for word in words + [target for _, _, target in part.redirects]:
+                word = word.lstrip("0123456789<>&|")
+                for path in {word, word.partition(":")[2], word.partition("=")[2]} - {""}:
+                    try:
+                        kind = self.space.secret(self.space.resolve(path))
+                    except (ValueError, OSError):
+                        continue
+                    if kind:
+                        return f"names {word}: a secret file ({kind})"
+        return None
 
     def allow_refusal(self, arguments) -> str | None:
         """Why no allow rule may let this call run (SPEC R19, issue 27).
@@ -160,11 +211,22 @@ class RunCommand(_Builtin):
 
         Returns:
             str | None: ``it asks to run outside the sandbox (sandbox: false)`` for such
-            a call in a sandbox; else ``None``.
+            a call in a sandbox; ``the sandbox cannot keep <path> read-only …`` while a
+            file that decides the next run lies where sandboxed commands could write
+            it (``Sandbox.unprotected``, SPEC R27); else ``None``.
         """
-        if self.sandboxed and isinstance(arguments, dict) and arguments.get("sandbox") is False:
+        if self._leaves(arguments):
             return "it asks to run outside the sandbox (sandbox: false)"
+        unprotected = self.sandbox.unprotected(self.space.root) if self.sandboxed else []
+        if unprotected:
+            return (f"the sandbox cannot keep {', '.join(unprotected)} read-only (it lies in "
+                    "the workspace's top folder, where commands may create its files): "
+                    "every command asks; keep the store outside the workspace")
         return None
+
+    def _leaves(self, arguments) -> bool:
+        return bool(self.sandboxed and isinstance(arguments, dict)
+                    and arguments.get("sandbox") is False)
 
     def preview(self, arguments: dict) -> str:
         """What the approval prompt shows besides the arguments (SPEC R25).
@@ -194,7 +256,7 @@ class RunCommand(_Builtin):
 
     def _preview(self, arguments: dict) -> str:
         warnings = self.space.command_warnings(arguments["command"])
-        leaves = self.allow_refusal(arguments) is not None
+        leaves = self._leaves(arguments)
         return "\n".join([f"$ {arguments['command']}"]
                          + [f"warning: it {concern}" for concern in warnings]
                          + [self.sandbox.describe(leaves)])
@@ -225,8 +287,8 @@ class ReadFile(_Builtin):
         with os.fdopen(self._open(path, os.O_RDONLY), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             data = handle.read(self.read_cap)
-        return _without_secrets(_cap(data, self.read_cap, max(size, len(data)), "read cap"),
-                                self.space.secret_env)
+        return redact.scrub_all(_cap(data, self.read_cap, max(size, len(data)), "read cap"),
+                                secrets_of(self.space, self.space.secret_env)[1])
 
 
 class ListDir(_Builtin):

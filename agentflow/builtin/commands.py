@@ -46,7 +46,7 @@ def supervised() -> bool:
 
 
 def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV,
-        on_output=None) -> tuple[int | None, bytes]:
+        on_output=None, env: dict | None = None) -> tuple[int | None, bytes]:
     """Run ``argv`` (``/bin/sh -c COMMAND``, or the ``bwrap`` line that runs it) in the
     folder ``cwd``, its standard input ``/dev/null``, its output and errors together.
 
@@ -55,6 +55,8 @@ def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV,
         cwd: the folder it runs in (str).
         timeout: seconds (float) before it and all it started are killed.
         secret_env: names of environment variables it does not get (iterable of str).
+        env: its whole environment (dict of str), instead of this process's without
+            ``secret_env`` (``RunCommand`` gives one without secrets, SPEC R27).
         on_output: ``None``, or a callable given each piece of output (bytes) as it
             comes (POSIX: one ``select`` loop in this thread; the library starts none).
 
@@ -67,8 +69,9 @@ def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV,
             and all it started were killed first (SPEC R16).
         OSError: the command could not be started.
     """
-    hidden = set(secret_env)
-    env = {name: value for name, value in os.environ.items() if name not in hidden}
+    if env is None:
+        hidden = set(secret_env)
+        env = {name: value for name, value in os.environ.items() if name not in hidden}
     process, lifeline = _start(argv, cwd, env)
     live = on_output is not None and os.name == "posix"
     try:

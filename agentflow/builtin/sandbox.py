@@ -1,5 +1,5 @@
-"""``run_command`` under bubblewrap (issue 27, SPEC R26): what a rule lets run cannot
-leave the workspace.
+"""``run_command`` under bubblewrap (issue 27, SPEC R26, R27): what a rule lets run
+cannot leave the workspace, nor change what decides the next run.
 
 Rules about command lines are a tripwire; the sandbox is the wall behind them. It is
 `bubblewrap <https://github.com/containers/bubblewrap>`_ (``bwrap``, packaged by
@@ -9,15 +9,26 @@ chooses its flags. The modes:
 * ``workspace-write``: the workspace read-write, except every ``.git`` and
   ``.agentflow`` in it (read-only: a hook or a config written there would run outside
   the sandbox later; an empty ``.agentflow`` is made where there is none, so that no
-  command can write the policy file the next run reads); the rest of the file system read-only; the home folder's secret
-  files and folders (``agentflow.commandline.workspace.SECRET_FILES``, the top two levels of the
-  home folder, agentflow's own configuration folder) and those inside the workspace
-  hidden, as are files hard-linked to them; ``/run`` (where the sockets of docker, the
-  session bus and the key agents live) empty; a private ``/tmp``; no network.
+  command can write the policy file the next run reads), and the files the caller
+  names as ``protected`` (the session store and its sibling files, ``--policy`` and
+  ``--session`` files: read-only wherever they lie, R27); the rest of the file system
+  read-only; the home folder empty, but for an allowlist (``home_folders``: the
+  folders on ``PATH`` and of the running Python that lie under it, read-only, and the
+  person's ``home_read`` / ``home_write``); secret files (``SECRET_FILES``) in what is
+  shown hidden, as are files hard-linked to them, agentflow's own configuration folder
+  and the caller's ``hidden`` files (keys), whatever the allowlist says; ``/run``
+  (where the sockets of docker, the session bus and the key agents live) empty; a
+  private ``/tmp``; no network.
 * ``read-only``: the same, with the workspace read-only too.
 * ``off``: no sandbox.
 
-Every sandbox has its own process ids (``--unshare-pid``) and dies with its parent
+Every sandbox drops every capability and has a user namespace of its own, in which
+no further one can be made (``--cap-drop ALL --unshare-user --disable-userns``): run
+by root, ``bwrap`` would otherwise keep root's capabilities, and a command could
+remount ``/`` read-write or unmount what hides a secret. A folder that holds a
+protected file is bound onto itself, up to the workspace, so that no command can
+rename it away and put another file in its place (a mount point cannot be renamed).
+It has its own process ids (``--unshare-pid``) and dies with its parent
 (``--die-with-parent``), so what the sandboxed shell starts dies with it.
 ``Sandbox.network`` lets the network in. Whether ``bwrap`` can start here (installed,
 and user namespaces allowed) is found out once per process (``unavailable``); where it
@@ -28,24 +39,23 @@ and a ``required`` one refuses (``SandboxError``).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import subprocess
 import sys
 from dataclasses import dataclass
 
+from . import sandbox_paths as paths
 from ..errors import SandboxError
-from ..commandline.patterns import pattern_regex
 
 MODES = ("workspace-write", "read-only", "off")
 # agentflow itself (this module sits in agentflow/builtin/): read-only when in the workspace
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GUARDED = (".git", ".agentflow")  # read-only even in a writable workspace
 _PROBE = "agentflow-probe"  # a name inside a folder: is the folder itself secret?
-_HOME_DEPTH = 2  # ~/.ssh, ~/.config/gcloud, ~/.kube/config: every SECRET_FILES pattern
 _unavailable: list = []  # [reason or None], once found out
 _bwrap: list = []  # [absolute path or None], once found out
+_userns_flag: list = []  # [["--disable-userns"] or []], once found out
 
 
 def unavailable() -> str | None:
@@ -111,8 +121,25 @@ def bwrap() -> str | None:
 
 
 def _namespaces(network: bool) -> list[str]:
-    return ["--unshare-all", *(["--share-net"] if network else []),
+    # --unshare-all only tries a user namespace, and as root skips it: root's
+    # capabilities stayed, and `mount -o remount,rw /` worked (issue 37, item 3)
+    return ["--unshare-all", "--unshare-user", *_no_more_userns(),
+            *(["--share-net"] if network else []), "--cap-drop", "ALL",
             "--die-with-parent", "--new-session"]
+
+
+def _no_more_userns() -> list[str]:
+    """``--disable-userns`` where this ``bwrap`` has it (0.8 and later): a command
+    cannot make a user namespace of its own (in which it would hold capabilities,
+    though over mounts the kernel then locks)."""
+    if not _userns_flag:
+        try:
+            said = subprocess.run([bwrap() or "bwrap", "--help"], capture_output=True,
+                                  timeout=30).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            said = b""
+        _userns_flag.append(["--disable-userns"] if b"--disable-userns" in said else [])
+    return _userns_flag[0]
 
 
 @dataclass(frozen=True)
@@ -127,6 +154,22 @@ class Sandbox:
         auto_allow: sandboxed calls run without asking (bool); a call that asks to
             leave the sandbox (``sandbox: false``), or that runs unsandboxed because
             ``bwrap`` cannot start, still asks. Policy rules decide first (SPEC R19).
+        home_read: folders of the home folder commands see, read-only (tuple of str;
+            ``~`` is the home folder), besides those on ``PATH`` and the running
+            Python's (a policy's ``sandbox.home_read``, SPEC R27).
+        home_write: folders of the home folder commands see and may write (tuple of
+            str), e.g. ``~/.cache/pip``.
+        env_include: name patterns of variables commands get although their names
+            look secret (``agentflow.builtin.environment``); the API key's never. They apply
+            with mode ``off`` too.
+        env_exclude: name patterns of variables commands do not get.
+        protected: files and folders read-only to every command, wherever they lie,
+            also before they exist (tuple of str: the session store's folder; SPEC
+            R27); see ``unprotected``.
+        read_only: files read-only to every command once they exist (tuple of str:
+            the ``--policy`` and ``--session`` files, which agentflow replaces
+            whole, never appends to).
+        hidden: files and folders no command can read (tuple of str: the store's key).
 
     Raises:
         ValueError: an unknown mode.
@@ -136,6 +179,13 @@ class Sandbox:
     network: bool = False
     required: bool = False
     auto_allow: bool = False
+    home_read: tuple = ()
+    home_write: tuple = ()
+    env_include: tuple = ()
+    env_exclude: tuple = ()
+    protected: tuple = ()
+    read_only: tuple = ()
+    hidden: tuple = ()
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -201,8 +251,8 @@ class Sandbox:
         Raises:
             SandboxError: the ``bwrap`` found on ``PATH`` is inside the workspace.
         """
-        from ..policy import user_policy_path
         from ..commandline.workspace import Workspace
+        from ..policy import user_policy_path
         space = Workspace(workspace, secret_files)
         program = bwrap() or "bwrap"  # not installed: the line is still shown, never run
         if bwrap() and os.path.commonpath([program, space.root]) == space.root:
@@ -210,7 +260,7 @@ class Sandbox:
                                "where sandboxed commands can write it, so it cannot sandbox "
                                "them: put the system's bwrap first on PATH")
         home = os.path.realpath(home or os.path.expanduser("~"))
-        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+        writable = self.mode == "workspace-write"
         args = [program, *_namespaces(self.network), "--ro-bind", "/", "/",
                 "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         # The private /tmp hides everything under it, also the Python environment this
@@ -223,51 +273,101 @@ class Sandbox:
                 args += ["--tmpfs", run]
         if self.network:  # /etc/resolv.conf may point there
             args += ["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]
-        args += [bind, space.root, space.root]
-        # What runs outside the sandbox later (this Python, its environment, agentflow
-        # itself, the supervisor read from disk for every call) must not be writable
-        # from inside it when it lives in the workspace (an in-project .venv, an
-        # editable install): read-only, as .git is.
-        for own in sorted({os.path.realpath(p) for p in (
-                sys.prefix, sys.base_prefix, _PACKAGE)}):
-            if space.inside(own) and own != space.root and os.path.isdir(own):
-                args += ["--ro-bind", own, own]
+        shown = self._home(home, space.root)
+        mounts = ["--bind" if writable else "--ro-bind", space.root, space.root]
+        home_args = [] if shown is None else ["--tmpfs", home] + [
+            flag for source, target, rw, _ in shown
+            for flag in ("--bind" if rw else "--ro-bind", source, target)]
+        # the home folder's allowlist over the workspace when the home lies in it
+        args += home_args + mounts if not paths.inside(home, space.root) else mounts + home_args
         secrets = _Hidden(space)
-        secrets.search(home, _HOME_DEPTH)
+        secrets.remember(home)
+        for _, target, _, depth in shown or ():
+            secrets.search(target, depth)
         secrets.hide(os.path.dirname(user_policy_path()))  # the user's trust and keys
-        if self.mode == "workspace-write":
+        for path in self.hidden:
+            secrets.hide(path)
+        if writable:
             try:  # else a command could write the policy file the next run reads
                 os.mkdir(os.path.join(space.root, ".agentflow"))
             except OSError:
                 pass  # there already, or the workspace cannot be written at all
         guarded = secrets.search(space.root, None)
-        if self.mode == "workspace-write":
-            for path in guarded:
-                args += ["--ro-bind", path, path]
-        args += secrets.args()
+        # What runs outside the sandbox later (this Python, its environment, agentflow
+        # itself, the supervisor read from disk for every call) must not be writable
+        # from inside it when it lives in the workspace (an in-project .venv, an
+        # editable install): read-only, as .git is; and what decides the next run (R27).
+        own = {os.path.realpath(p) for p in (
+            sys.prefix, sys.base_prefix, _PACKAGE)}
+        keep = [p for p in own if space.inside(p) and p != space.root and os.path.isdir(p)]
+        pins, read_only = set(), set()
+        present = [p for p in self.read_only if os.path.lexists(p)]
+        for path in [*guarded, *keep, *self.protected, *present]:
+            found = paths.protection(path, self._roots(space.root, shown))
+            if found and found[1]:
+                pins.update(found[0])
+                read_only.add(found[1])
+        for path in sorted(pins, key=len):  # a mount point cannot be renamed away
+            args += ["--bind", path, path]
+        for path in sorted(read_only, key=len):
+            args += ["--ro-bind", path, path]
+        def visible(path: str) -> bool:  # what the empty home hides needs no more hiding
+            return (shown is None or not paths.inside(path, home) or space.inside(path)
+                    or any(paths.inside(path, target) for _, target, _, _ in shown))
+        args += secrets.args(visible)
         return args + ["--chdir", space.root, "--", "/bin/sh", "-c", command]
+
+    def _home(self, home: str, workspace: str) -> list[tuple] | None:
+        """What of the home folder is shown (``sandbox_paths.home_folders``), or
+        ``None`` when it is not hidden: ``/``, missing, or the workspace itself."""
+        if home in ("/", workspace) or not os.path.isdir(home):
+            return None
+        return paths.home_folders(home, workspace, self.home_read, self.home_write)
+
+    def _roots(self, workspace: str, shown) -> list[str]:
+        """The folders commands may write that outlive them."""
+        roots = [workspace] if self.mode == "workspace-write" else []
+        return roots + [source for source, _, rw, _ in shown or () if rw]
+
+    def unprotected(self, workspace: str) -> list[str]:
+        """The ``protected`` paths this sandbox cannot keep read-only (SPEC R27): a
+        path that is a writable folder itself, or that would be made right in one
+        (a SQLite store's ``-wal`` file beside a store in the workspace's top folder).
+        Commands must ask while there is one (``RunCommand``).
+
+        Args:
+            workspace: the workspace folder (str).
+
+        Returns:
+            list[str]: those paths, as given; empty when the sandbox is not active.
+        """
+        if not self.active:
+            return []
+        root = os.path.realpath(workspace)
+        home = os.path.realpath(os.path.expanduser("~"))
+        roots = self._roots(root, self._home(home, root))
+        return [p for p in self.protected if paths.protection(p, roots) == ([], None)]
 
 
 class _Hidden:
     """The secret files and folders to hide, found by walking folders."""
 
     def __init__(self, space):
-        # one regex for all the patterns: a workspace may hold 100 000 files
-        self.pattern = re.compile("|".join(
-            f"(?:{pattern_regex(p, 'path', space.root, True).pattern})"
-            for p, _ in space.secret_files) or "(?!)", re.DOTALL | re.IGNORECASE)
+        self.pattern = paths.secret_regex(space)
+        self.space = space
         self.paths: dict[str, bool] = {}  # path → is a folder
         self.inodes: set = set()  # (device, inode) of hidden files: their hard links too
         self.linked: list = []  # (path, device, inode) of other files with hard links
 
-    def hide(self, path: str) -> None:
+    def hide(self, path: str, hidden: bool = True) -> None:
         real = os.path.realpath(path)
         try:
             info = os.stat(real)
         except OSError:
             return
         folder = os.path.isdir(real)
-        self.paths[real] = folder
+        if hidden:
+            self.paths[real] = folder
         if not folder:
             self.inodes.add((info.st_dev, info.st_ino))
             return
@@ -284,9 +384,20 @@ class _Hidden:
         return bool(match(path) or (link and match(os.path.realpath(path)))
                     or (folder and match(os.path.join(path, _PROBE))))
 
-    def search(self, root: str, depth: int | None) -> list[str]:
-        """Hide what is secret under ``root`` (``depth`` levels, ``None``: all);
-        returns the ``GUARDED`` folders and files found, outermost first."""
+    def remember(self, home: str) -> None:
+        """Note the secret files of the home folder, without hiding them (it is not
+        shown), so that a hard link to one elsewhere is hidden: those two levels down,
+        and each ``SECRET_FILES`` path without a wildcard (``.config/gh/hosts.yml``)."""
+        self.search(home, 2, hidden=False)
+        for pattern, _ in self.space.secret_files:
+            rest = pattern[4:].removesuffix("/**") if pattern.startswith("/**/") else ""
+            if rest and not any(c in rest for c in "*?[{"):
+                self.hide(os.path.join(home, rest), hidden=False)
+
+    def search(self, root: str, depth: int | None, hidden: bool = True) -> list[str]:
+        """Hide what is secret under ``root`` (``depth`` levels, ``None``: all; only
+        note it, with ``hidden`` false); returns the ``GUARDED`` folders and files
+        found, outermost first."""
         guarded, todo = [], [(root, 0)]
         while todo:
             folder, level = todo.pop()
@@ -304,26 +415,29 @@ class _Hidden:
                     guarded.append(entry.path)
                     continue  # read-only; not searched
                 if self.secret(entry.path, is_dir, entry.is_symlink()) or stat.S_ISSOCK(info.st_mode):
-                    self.hide(entry.path)
+                    self.hide(entry.path, hidden)
                 elif is_dir and (depth is None or level + 1 < depth):
                     todo.append((entry.path, level + 1))
                 elif not is_dir and info.st_nlink > 1:
                     self.linked.append((entry.path, info.st_dev, info.st_ino))
         return sorted(guarded, key=len)
 
-    def args(self) -> list[str]:
+    def args(self, visible) -> list[str]:
+        """The ``bwrap`` flags that hide what was found, where ``visible(path)``."""
         for path, device, inode in self.linked:  # a hard link to a secret is the secret
             if (device, inode) in self.inodes:
                 self.paths[path] = False
         args = []
         for path, folder in sorted(self.paths.items(), key=lambda item: len(item[0])):
-            args += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
+            if visible(path):
+                args += ["--tmpfs", path] if folder else ["--ro-bind", "/dev/null", path]
         return args
 
 
 def widened(sandbox: Sandbox, layers) -> Sandbox:
     """``sandbox`` with the ``sandbox`` settings of policy layers (``auto_allow``,
-    ``network``), which widen what runs (SPEC R26).
+    ``network``, which widen what runs, SPEC R26; the lists ``home_read``,
+    ``home_write``, ``env_include``, ``env_exclude``, R27).
 
     Args:
         sandbox: the ``Sandbox`` the flags asked for.
@@ -334,9 +448,16 @@ def widened(sandbox: Sandbox, layers) -> Sandbox:
 
     Returns:
         Sandbox: a copy with ``auto_allow`` and ``network`` set where a layer sets them
-        true (a false setting never undoes a flag).
+        true (a false setting never undoes a flag), and each list the layers' lists
+        added to the flags', in layer order.
     """
     import dataclasses
-    wider = {key: True for layer in layers if layer is not None
-             for key, value in layer.sandbox.items() if value}
+    from ..policy import SANDBOX_LISTS
+    wider: dict = {}
+    for layer in layers:
+        for key, value in (layer.sandbox.items() if layer is not None else ()):
+            if key in SANDBOX_LISTS:
+                wider[key] = wider.get(key, getattr(sandbox, key)) + tuple(value)
+            elif value:
+                wider[key] = True
     return dataclasses.replace(sandbox, **wider) if wider else sandbox

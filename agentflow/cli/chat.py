@@ -46,6 +46,7 @@ from .render import Output, call_line, result_line, show_request, summary
 from .respond import responses_from_flags
 from .servers import mcp_summary, start_mcp_servers
 from .sessions import open_session
+from .store_key import decisive_files
 from .settings import (ALWAYS, chat_settings, check_grants, sign_grants, sign_settings,
                        tool_names, user_name)
 from .terminal import Quit, line_editing, read, with_piped_input
@@ -92,7 +93,8 @@ class Chat:
         settings = chat_settings(args, session, confirm)
         self.workspace = settings["workspace"]
         names = tool_names(settings)
-        sandbox = Sandbox(args.sandbox, args.sandbox_network, args.sandbox_required)
+        sandbox = Sandbox(args.sandbox, args.sandbox_network, args.sandbox_required,
+                          **decisive_files(args))
 
         def made(sandbox):  # commands never get the key's variables (SPEC R26)
             try:

@@ -11,6 +11,7 @@ from .errors import UsageError
 from ..policy import PROJECT_FILE
 from ..profiles import PROFILES
 from ..builtin.sandbox import MODES as SANDBOX_MODES
+from .store_key import add_arguments as add_store_key_arguments
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PAUSED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -43,6 +44,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--store", metavar="URL",
                         help="keep sessions in a store: sqlite:///sessions.db or "
                              "postgresql://…; --session then names the session's id")
+    add_store_key_arguments(parser)
     parser.add_argument("--tools", metavar="NAMES",
                         help=f"comma-separated built-in tools, or 'none' (default: all: "
                              f"{', '.join(BUILTIN_NAMES)})")

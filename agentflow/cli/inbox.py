@@ -41,7 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..approvals import PendingApproval
-from ..errors import ApprovalError, SessionConflictError, SessionError, StoreError
+from ..errors import (ApprovalError, SessionConflictError, SessionError, SessionIntegrityError,
+                      StoreError)
 from ..redact import mask_url
 from ..stores import PendingEntry, open_store
 from ..types import ToolApprovalResponse
@@ -277,6 +278,8 @@ class Inbox:
             return (409 if "already answered" in str(exc) else 400), str(exc)
         except SessionConflictError as exc:  # a worker kept it open
             return 409, str(exc)
+        except SessionIntegrityError as exc:  # SPEC R27: a forged row, or another key's
+            return 409, f"refused: {exc}"
         except StoreError as exc:  # the database is away; it reconnects by itself
             return 503, str(exc)
         except ValueError as exc:  # a session id the store cannot keep
@@ -506,7 +509,7 @@ def _user() -> str:
 
 
 def inbox_command(store_url: str, bind: str = "127.0.0.1:8765", notify: str | None = None,
-                  out=None) -> int:
+                  out=None, secret=None) -> int:
     """``agentflow inbox``: serve the approval inbox until Ctrl-C (SPEC R22, R25).
 
     Args:
@@ -514,6 +517,8 @@ def inbox_command(store_url: str, bind: str = "127.0.0.1:8765", notify: str | No
         bind: ``HOST:PORT`` to listen on (str); loopback by default.
         notify: a webhook URL (str) to post to when a call starts waiting, or ``None``.
         out: a text stream for the start message; default ``sys.stdout``.
+        secret: the store's key (bytes), or ``None`` for an unsigned store
+            (``store_key.store_secret``, SPEC R27).
 
     Returns:
         int: the exit status: 0 after Ctrl-C.
@@ -526,7 +531,7 @@ def inbox_command(store_url: str, bind: str = "127.0.0.1:8765", notify: str | No
     if not sep or not port.isdigit():
         raise ValueError(f"--bind {bind!r}: write HOST:PORT, e.g. 127.0.0.1:8765")
     host = host.strip("[]")
-    inbox = Inbox(store_url, host, int(port), notify).start()
+    inbox = Inbox(store_url, host, int(port), notify, secret=secret).start()
     if not _loopback(host):
         out.write(f"warning: listening on {host}, not loopback: anyone who can reach it "
                   "and has the link's token can approve calls; the traffic is not "

@@ -112,11 +112,13 @@ def _add_inspect_stream(commands) -> None:
 
 def _add_store_commands(commands) -> None:
     """``pending``, ``show``, ``inbox`` and ``worker``: the commands that read a store."""
+    from .store_key import add_arguments as add_store_key_arguments
     pending = commands.add_parser(
         "pending", help="list the calls waiting for approval in a session store, oldest first")
     pending.add_argument("--store", required=True, metavar="URL",
                          help="sqlite:///sessions.db, postgresql://… or file:///folder")
     pending.add_argument("--json", action="store_true", help="one JSON object a line")
+    add_store_key_arguments(pending)
     show = commands.add_parser(
         "show", help="print a saved conversation, its grants and the calls that wait "
                      "(read only)")
@@ -124,6 +126,7 @@ def _add_store_commands(commands) -> None:
                       help="the session file, or with --store the session's id")
     show.add_argument("--store", metavar="URL", help="sqlite:///sessions.db, postgresql://… "
                                                     "or file:///folder")
+    add_store_key_arguments(show)
     inbox = commands.add_parser(
         "inbox", help="serve a web page that lists the calls waiting in a store and "
                       "answers them (approve, reject, edit, always allow)")
@@ -134,6 +137,7 @@ def _add_store_commands(commands) -> None:
     inbox.add_argument("--notify", metavar="URL",
                        help="post a JSON webhook (a 'text' field, the ids, a link) when a "
                             "call starts waiting")
+    add_store_key_arguments(inbox)
     from .worker import add_arguments as add_worker_arguments
     add_worker_arguments(commands.add_parser(
         "worker", help="resume the sessions of a store whose waiting calls were answered "
@@ -207,7 +211,9 @@ def _dispatch(args) -> int:
         from ..errors import AgentflowError
         from .pending import pending_command
         try:
-            return pending_command(args.store, args.json)
+            from .store_key import key_flags, store_secret
+            return pending_command(args.store, args.json, secret=store_secret(args, "pending"),
+                                   key_flags=key_flags(args))
         except BrokenPipeError:
             raise
         except ValueError as exc:  # the --store value cannot be a store: bad usage
@@ -220,7 +226,9 @@ def _dispatch(args) -> int:
         from ..errors import AgentflowError
         from .show import show_command
         try:
-            return show_command(args.session, args.store)
+            from .store_key import store_secret
+            return show_command(args.session, args.store, secret=args.store and store_secret(
+                args, "show"))
         except BrokenPipeError:
             raise
         except (AgentflowError, KeyError, ValueError, OSError, ImportError) as exc:
@@ -232,7 +240,9 @@ def _dispatch(args) -> int:
         try:
             if args.command == "inbox":
                 from .inbox import inbox_command
-                return inbox_command(args.store, args.bind, args.notify)
+                from .store_key import store_secret
+                return inbox_command(args.store, args.bind, args.notify,
+                                     secret=store_secret(args, "inbox"))
             from .worker import worker_command
             return worker_command(args)
         except (AgentflowError, ValueError, OSError, ImportError) as exc:

@@ -14,7 +14,8 @@ from ..stores.answers import who
 from .paste import PASSWORD_NOTE, command, without_password
 from .respond import answer_key
 
-def pending_command(url: str, as_json: bool = False, out=None) -> int:
+def pending_command(url: str, as_json: bool = False, out=None, secret=None,
+                    key_flags=()) -> int:
     """``agentflow pending --store URL``: print the approval inbox, oldest first
     (SPEC R22).
 
@@ -22,6 +23,10 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
         url: the store URL (str), as for ``open_store``.
         as_json: print one JSON object a line instead of a table.
         out: a text stream to write to; default ``sys.stdout``.
+        secret: the store's key (bytes), or ``None`` for an unsigned store
+            (``store_key.store_secret``, SPEC R27).
+        key_flags: the flags that gave the key (``--store-key FILE`` or
+            ``--unsigned``), repeated in the suggested ``--respond`` command.
 
     Returns:
         int: the exit status, 0.
@@ -30,7 +35,7 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
         ValueError: ``url`` names no store ``open_store`` knows.
     """
     out = out or sys.stdout
-    with open_store(url) as store:
+    with open_store(url, secret) as store:
         entries = store.pending()
     if as_json:
         for e in entries:
@@ -70,7 +75,7 @@ def pending_command(url: str, as_json: bool = False, out=None) -> int:
         first.call_id) + 1
     key = answer_key(first.call_id, position)
     out.write("\nanswer with: " + command("agentflow", "chat", "--store", store_url,
-                                          "--session", first.session_id, "--respond",
+                                          *key_flags, "--session", first.session_id, "--respond",
                                           f"{key}=yes") + " (or =no:REASON)\n")
     if had_password:
         out.write(PASSWORD_NOTE + "\n")

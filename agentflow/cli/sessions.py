@@ -28,8 +28,10 @@ def open_session(args, stack) -> AgentSession:
     """
     if args.store:
         from ..stores import open_store
+        from .store_key import store_secret
+        secret = store_secret(args, "chat")  # SPEC R27: a forged row is refused
         try:
-            store = stack.enter_context(open_store(args.store))
+            store = stack.enter_context(open_store(args.store, secret))
         except ValueError as exc:  # not a store URL: the flag's value is wrong
             if isinstance(exc, AgentflowError):
                 raise

@@ -14,13 +14,15 @@ from ..display import safe_text
 RESULT_WIDTH = 300  # characters of a tool result shown; the session keeps it all
 
 
-def show_command(session_path: str, store_url: str | None = None, out=None) -> int:
+def show_command(session_path: str, store_url: str | None = None, out=None,
+                 secret=None) -> int:
     """Print a saved session.
 
     Args:
         session_path: the ``--session`` file (str), or the session's id in the store.
         store_url: the ``--store`` URL (str), or ``None`` for a file.
         out: a text stream to write to; default ``sys.stdout``.
+        secret: the store's key (bytes), or ``None`` for an unsigned store (SPEC R27).
 
     Returns:
         int: the exit status, 0.
@@ -34,7 +36,7 @@ def show_command(session_path: str, store_url: str | None = None, out=None) -> i
     out = out or sys.stdout
     if store_url:
         from ..stores import open_store
-        with open_store(store_url) as store:
+        with open_store(store_url, secret) as store:
             session = store.load(session_path)
     else:
         session = AgentSession.load(session_path)

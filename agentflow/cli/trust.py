@@ -260,7 +260,22 @@ def trusted_project(layer: ApprovalPolicy, confirm=None, notes=None) -> Approval
 
 def _user_key() -> bytes:
     """This user's key for signing remembered settings, made on first use (mode 0600)."""
-    path = os.path.join(config_dir(), "settings.key")
+    return made_key(os.path.join(config_dir(), "settings.key"))
+
+
+def made_key(path: str) -> bytes:
+    """The key in ``path``, made there on first use: 32 random bytes, mode 0600, in a
+    folder of mode 0700; when two processes make it at once, both use the first.
+
+    Args:
+        path: the key file (str).
+
+    Returns:
+        bytes: the key.
+
+    Raises:
+        OSError: it cannot be read or made.
+    """
     try:
         with open(path, "rb") as handle:
             key = handle.read()
@@ -268,7 +283,7 @@ def _user_key() -> bytes:
             return key
     except FileNotFoundError:
         pass
-    os.makedirs(config_dir(), mode=0o700, exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     key = secrets.token_bytes(32)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

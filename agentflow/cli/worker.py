@@ -20,7 +20,8 @@ import os
 import sys
 import time
 
-from ..errors import ApprovalError, SessionConflictError, SessionLockedError
+from ..errors import (ApprovalError, SessionConflictError, SessionIntegrityError,
+                      SessionLockedError)
 from .errors import UsageError
 from ..stores import open_store
 from ..stores.answers import ready_responses, refuse_answers
@@ -29,7 +30,7 @@ from ..stores.answers import ready_responses, refuse_answers
 _CHAT_FLAGS = ("base_url", "model", "api_key_env", "profile", "system", "tools", "mcp",
                "mcp_approval",
                "max_rounds", "read_timeout", "command_timeout", "output_cap", "workspace",
-               "policy", "debug")
+               "policy", "debug", "store_key", "unsigned")
 
 
 def add_arguments(parser) -> None:
@@ -165,6 +166,9 @@ class Worker:
             int: how many sessions this call resumed.
         """
         done = 0
+        for entry in store.pending():  # SPEC R27: a forged row is never resumed, and said
+            if entry.error is not None:
+                self.report(entry.session_id, f"refused: {entry.error} (nothing was run)")
         for session_id in list(store.answered()):
             try:
                 done += self.resume(store, session_id)
@@ -172,7 +176,21 @@ class Worker:
                 continue  # another worker has it open: it resumes it
             except SessionConflictError as exc:
                 self.say(f"{session_id}: another worker wrote it first ({exc})")
+            except SessionIntegrityError as exc:  # SPEC R27: forged, or another key's
+                self.report(session_id, f"refused: {exc} (an answer, edit or waiting call "
+                                        "this store's key did not sign: nothing was run)")
         return done
+
+    def report(self, session_id: str, problem: str) -> None:
+        """Say once why a session is not resumed (again only when the reason changes).
+
+        Args:
+            session_id: the session's id (str).
+            problem: why (str).
+        """
+        if self.reported.get(session_id) != problem:
+            self.reported[session_id] = problem
+            self.say(f"skipped {session_id}: {problem}")
 
     def resume(self, store, session_id: str) -> int:
         """Resume one answered session, unless it is not this worker's to resume.
@@ -207,9 +225,7 @@ class Worker:
                     problem = f"its approved calls need tools this worker lacks: " \
                               f"{', '.join(lacking)} (give the --tools or --mcp it ran with)"
             if problem is not None:
-                if self.reported.get(session_id) != problem:
-                    self.reported[session_id] = problem
-                    self.say(f"skipped {session_id}: {problem}")
+                self.report(session_id, problem)
                 return 0
             self.reported.pop(session_id, None)
             self.chat_args.session = session_id
@@ -244,7 +260,8 @@ def worker_command(args, out=None) -> int:
             servers = start_mcp_servers(args.mcp, stack, args.mcp_approval)
             for server in servers:
                 out.write(mcp_summary(server) + "\n")
-            store = stack.enter_context(open_store(args.store))
+            from .store_key import store_secret
+            store = stack.enter_context(open_store(args.store, store_secret(args, "worker")))
             worker = Worker(args, servers, out)
             worker.say(f"serving {_shown_store(args.store)}")
             while True:
