@@ -21,10 +21,9 @@ from agentflow.builtin.environment import command_environment
 from agentflow.builtin.sandbox import Sandbox
 from agentflow.redact import RUN
 from agentflow.stores import open_store
-from agentflow.testing.replay import chat_stream
-from helpers_cli import KEY, calls_reply, child_env, run_chat
+from helpers_cli import KEY, child_env, need_bwrap
 from test_cli_chat import server  # noqa: F401  (a fixture)
-from test_sandbox import approved, need_bwrap, pause, place, read, user_policy, write  # noqa: F401
+from test_sandbox import approved, pause, place, read, user_policy, write  # noqa: F401
 
 GH_TOKEN = "gho_fake-github-cli-token-1234"
 
