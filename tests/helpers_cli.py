@@ -241,15 +241,15 @@ def audit_summary(session_json: dict) -> list[tuple]:
             for r in session_json["approvals"]["audit"]]
 
 
-def run_command_block(call_id: str, command: str, why: str | None = None,
+def run_command_block(call_id: str, command: str, why: str = "run_command always asks",
                       of: str = "") -> str:
-    """What the approval prompt shows for ``run_command(command)``; ``why`` when the
-    gate recorded more than "run_command always asks"; ``of`` (``"1 of 2"``) when the
-    turn has several calls waiting (issue 24)."""
+    """What the approval prompt shows for ``run_command(command)``: ``why`` is what the
+    gate recorded (every prompt says why it asks, issue 34); ``of`` (``"1 of 2"``) when
+    the turn has several calls waiting (issue 24)."""
     return (f"── approval needed ── {call_id}{f' (call {of})' if of else ''}\n"
             "tool:        run_command\n"
             f"description: {RUN_COMMAND_DESCRIPTION}\n"
-            + (f"why:         {why}\n" if why else "") +
+            f"why:         {why}\n"
             "arguments:\n"
             "  {\n"
             f"    \"command\": {json.dumps(command)}\n"

@@ -59,7 +59,7 @@ def test_prompt_shows_the_call_and_y_runs_the_command(server, tmp_path):
     assert chat.wait() == 0
     assert chat.rest() == ("y\n"
                            "  │ hi\n"  # the command's output as it comes (issue 24)
-                           "  [run_command] exit status 0 ⏎ hi\n"
+                           "  [run_command] exit status 0 (1 line of output above)\n"
                            "assistant> It printed hi.\n")
 
     assert len(server.requests) == 2
@@ -132,7 +132,7 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
     chat.send("s")
     assert chat.expect("you> ") == ("s\n"
                                     "  │ one\n  │ two\n"
-                                    "  [run_command] exit status 0 ⏎ one ⏎ two\n"
+                                    "  [run_command] exit status 0 (2 lines of output above)\n"
                                     "assistant> One is done.\n"
                                     "you> ")
     chat.send("second")
@@ -140,10 +140,11 @@ def test_a_allows_the_exact_call_from_now_on_in_the_session_or_the_project(serve
     assert shown == ("second\n"
                      "  → run_command $ echo two\n"
                      "  │ two\n"
-                     "  [run_command] exit status 0 ⏎ two\n"
+                     "  [run_command] exit status 0 (1 line of output above)\n"
                      "\n── approval needed ── call_3\n"
                      "tool:        write_file\n"
                      f"description: {WRITE_FILE_DESCRIPTION}\n"
+                     "why:         write_file always asks\n"
                      "arguments:\n"
                      "  {\n"
                      "    \"path\": \"x.txt\",\n"
@@ -227,7 +228,7 @@ def test_q_pauses_and_a_second_process_resumes_on_the_terminal(server, tmp_path)
     second.send("y")
     assert second.expect("you> ") == ("y\n"
                                       "  │ resumed\n"
-                                      "  [run_command] exit status 0 ⏎ resumed\n"
+                                      "  [run_command] exit status 0 (1 line of output above)\n"
                                       "assistant> It said resumed.\n"
                                       + BANNER + "\nyou> ")
     second.send("quit")
@@ -256,6 +257,8 @@ def test_write_file_prompt_shows_the_unified_diff(server, tmp_path):
     assert chat.expect("[q]uit: ") == ("\n── approval needed ── call_1\n"
                                        "tool:        write_file\n"
                                        f"description: {WRITE_FILE_DESCRIPTION}\n"
+                                       # every prompt says why (issue 34), a write too
+                                       "why:         write_file always asks\n"
                                        "arguments:\n"
                                        "  {\n"
                                        "    \"path\": \"notes.txt\",\n"

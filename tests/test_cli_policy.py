@@ -212,7 +212,7 @@ def test_e_edits_a_command_inline_and_other_arguments_in_the_editor(server, tmp_
         "e\n--- arguments (model)\n+++ arguments (edited)\n")
     chat.send("y")
     assert chat.wait() == 0
-    assert chat.rest() == ("y\n  │ kept build\n  [run_command] exit status 0 ⏎ kept build\n"
+    assert chat.rest() == ("y\n  │ kept build\n  [run_command] exit status 0 (1 line of output above)\n"
                            "  [write_file] wrote 7 bytes to notes.txt\n"
                            "assistant> Edited.\n")
     assert (tmp_path / "notes.txt").read_text() == "edited\n"

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from agentflow.builtin import sandbox
 from agentflow.cli.repl import BANNER
 from agentflow.testing.replay import ReplayServer, chat_stream
 
@@ -234,21 +235,67 @@ def test_ctrl_c_at_the_prompt_of_a_paused_session_says_how_to_resume(server, tmp
     assert chat.wait() == 130
 
 
+def text_editor(tmp_path, new_text: str) -> str:
+    """An $EDITOR that keeps what it was given in ``tmp_path/given`` and writes
+    ``new_text`` followed by a newline, as an editor saves a file."""
+    script = tmp_path / "editor.py"
+    script.write_text("import shutil, sys\n"
+                      f"shutil.copyfile(sys.argv[1], {str(tmp_path / 'given')!r})\n"
+                      f"open(sys.argv[1], 'w', newline='').write({new_text!r} + '\\n')\n")
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}"
+
+
 def test_e_on_a_command_with_control_characters_opens_the_editor(server, tmp_path):
-    editor = (f"{shlex.quote(sys.executable)} -c \"import json, sys; p = sys.argv[1]; "
-              "d = json.load(open(p)); d['command'] = 'echo clean'; json.dump(d, open(p, 'w'))\"")
     server.queue(calls_reply(("call_1", "run_command", {"command": "echo \x1b[2Khi"})))
     server.queue(chat_stream("Ran."))
     chat = pty_chat("--base-url", server.base_url, "Go", cwd=tmp_path,
-                    env=child_env(EDITOR=editor))
+                    env=child_env(EDITOR=text_editor(tmp_path, "echo clean")))
     chat.expect(PROMPT)
     chat.send("e")
     shown = chat.expect("(back): ")
     assert "command: " not in shown  # never put on the prompt line
+    # the editor gets the command itself, byte for byte, not JSON (issue 34)
+    assert (tmp_path / "given").read_bytes() == b"echo \x1b[2Khi"
+    assert '-  "command": "echo \\u001b[2Khi"' in shown  # the diff escapes it (R25)
     assert '+  "command": "echo clean"' in shown
     chat.send("y")
     assert chat.wait() == 0
-    assert "exit status 0 ⏎ clean" in chat.text
+    assert "│ clean\n  [run_command] exit status 0 (1 line of output above)" in chat.text
+
+
+def test_e_on_a_command_of_several_lines_edits_its_text_in_the_editor(server, tmp_path):
+    """A command of several lines goes to $EDITOR as the lines it is (issue 34: not
+    JSON with \\n in it); the saved text, less the editor's final newline, runs."""
+    arguments = {"command": "echo one\necho two"}
+    if sandbox.unavailable() is None:  # another argument, where run_command takes it
+        arguments["sandbox"] = True
+    server.queue(calls_reply(("call_1", "run_command", arguments)))
+    server.queue(chat_stream("Ran."))
+    chat = pty_chat("--base-url", server.base_url, "Go", cwd=tmp_path,
+                    env=child_env(EDITOR=text_editor(tmp_path, "echo one\necho three")))
+    chat.expect(PROMPT)
+    chat.send("e")
+    shown = chat.expect("(back): ")
+    assert (tmp_path / "given").read_text() == "echo one\necho two"
+    assert '+  "command": "echo one\\necho three"' in shown
+    if "sandbox" in arguments:
+        assert '   "sandbox": true' in shown  # the other arguments stay as they were
+    chat.send("y")
+    assert chat.wait() == 0
+    assert "│ one\n  │ three\n" in chat.text
+    assert server.requests[1].json["messages"][-1]["content"] == "exit status 0\none\nthree\n"
+
+
+def test_e_to_an_empty_command_changes_nothing(server, tmp_path):
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo one\necho two"})))
+    chat = pty_chat("--base-url", server.base_url, "Go", cwd=tmp_path,
+                    env=child_env(EDITOR=text_editor(tmp_path, "")))
+    chat.expect(PROMPT)
+    chat.send("e")
+    assert chat.expect(PROMPT).startswith(
+        "e\n  the edited command is empty: the call is as it was\n")
+    chat.send("q")
+    assert chat.wait() == 3
 
 
 @pytest.mark.parametrize("extra, env, coloured", [

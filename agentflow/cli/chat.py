@@ -211,12 +211,11 @@ class Chat:
                     continue
                 if isinstance(update, ToolResult):
                     self.save()
-                    if self.live is not None:
-                        self.live.end()
+                    shown_live = self.live.end() if self.live is not None else 0
                     if update.call_id not in self.shown:
                         self.shown.add(update.call_id)
                         self.say(call_line(update.name, self.call_subject(update.call_id)))
-                    self.say(result_line(update.name, update.result))
+                    self.say(result_line(update.name, update.result, shown_live))
                 elif isinstance(update, ToolApprovalRequest):
                     requests.append(update)
                 elif isinstance(update, Finish):

@@ -154,7 +154,7 @@ def show_request(out: Output, request: ToolApprovalRequest, why: str | None,
     out.say(f"\n── approval needed ── {safe_text(request.call_id)}{of}", style="bold")
     out.say(f"tool:        {safe_text(request.name)}")
     out.say(f"description: {safe_text(description)}")
-    if why and why != f"{request.name} always asks":
+    if why:  # also "write_file always asks": a prompt always says why it asks
         out.say(f"why:         {safe_text(why)}")
     if request.arguments is None:
         arguments = "(not valid JSON)"
@@ -233,15 +233,22 @@ def call_line(name: str, subject: str) -> str:
     return f"  → {safe_text(name)} {subject}".rstrip()
 
 
-def result_line(name: str, result: str) -> str:
+def result_line(name: str, result: str, shown_live: int = 0) -> str:
     """A tool result in one line of at most 200 characters.
 
     Args:
         name: the tool's name (str).
         result: the result text the model gets (str).
+        shown_live: how many lines of the command's output were already shown as they
+            came (int); then only the result's first line (the exit status) is repeated,
+            not the output a second time.
 
     Returns:
         str: ``  [NAME] RESULT``, its lines joined by `` ⏎ ``, safe to show (SPEC R25).
     """
-    shown = safe_text(" ⏎ ".join(result.strip().replace("\r\n", "\n").split("\n")))
+    lines = result.strip().replace("\r\n", "\n").split("\n")
+    if shown_live:
+        plural = "s" if shown_live > 1 else ""
+        lines = [f"{lines[0]} ({shown_live} line{plural} of output above)"]
+    shown = safe_text(" ⏎ ".join(lines))
     return f"  [{safe_text(name)}] {shown[:200]}{'…' if len(shown) > 200 else ''}"

@@ -96,6 +96,7 @@ class LiveOutput:
         self.started = False
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self.at_line_start = True
+        self.lines = 0  # lines of the current command shown so far
 
     def __call__(self, piece: bytes) -> None:
         """Show one piece of output.
@@ -113,6 +114,7 @@ class LiveOutput:
             last = number == len(parts) - 1
             if last and not part:
                 break
+            self.lines += self.at_line_start
             shown += ("  │ " if self.at_line_start else "") + safe_text(part)
             shown += "" if last else "\n"
             self.at_line_start = not last
@@ -120,9 +122,15 @@ class LiveOutput:
             self.out.say(shown, end="", style="dim")
         self.spinner.waiting("running the command")
 
-    def end(self) -> None:
-        """A command ended: end a last line it left open."""
-        self.started = False
+    def end(self) -> int:
+        """A command ended: end a last line it left open.
+
+        Returns:
+            int: how many lines of its output were shown (0: none), so the result
+            line need not show them again.
+        """
+        shown, self.lines, self.started = self.lines, 0, False
         if not self.at_line_start:
             self.out.say()
             self.at_line_start = True
+        return shown
