@@ -68,6 +68,10 @@ def need_bwrap() -> None:
 CONFIG_HOME = tempfile.mkdtemp(prefix="agentflow-test-config-")
 STORE_KEY_FILE = os.path.join(CONFIG_HOME, "agentflow", "store.key")  # chats sign stores (R27)
 atexit.register(shutil.rmtree, CONFIG_HOME, True)
+# Their state folder (XDG_STATE_HOME): the chat's input history goes there, not to the
+# home folder of the person running the tests.
+STATE_HOME = tempfile.mkdtemp(prefix="agentflow-test-state-")
+atexit.register(shutil.rmtree, STATE_HOME, True)
 
 
 def trust_project_file(path) -> None:
@@ -101,7 +105,8 @@ def child_env(**extra) -> dict:
            if not k.startswith(("OPENAI_", "AGENTFLOW_"))}
     env.update(USER=USER, LOGNAME=USER, PYTHONIOENCODING="utf-8", TERM="dumb",
                OPENAI_API_KEY=KEY, OPENAI_BASE_URL="http://127.0.0.1:9/v1",
-               XDG_CONFIG_HOME=CONFIG_HOME)  # no user policy; trust records, key (R26)
+               XDG_CONFIG_HOME=CONFIG_HOME,  # no user policy; trust records, key (R26)
+               XDG_STATE_HOME=STATE_HOME)
     env.update(extra)
     return env
 

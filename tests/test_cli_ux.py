@@ -180,6 +180,70 @@ def test_the_prompt_ignores_an_empty_line_and_leaves_on_exit(server, tmp_path):
     assert len(server.requests) == 1  # neither the empty line, /help nor exit was sent
 
 
+def test_the_chat_keeps_its_messages_between_runs_in_a_private_file(server, tmp_path):
+    """Issue 34: the input history is kept between runs, in a file of the person's with
+    mode 0600 (as Python's REPL keeps its own); up-arrow (Ctrl-P) at ``you>`` brings a
+    message of the run before back; answers at the approval prompt are not kept."""
+    state = tmp_path / "state"
+    env = child_env(XDG_STATE_HOME=str(state))
+    server.queue(calls_reply(("call_1", "run_command", {"command": "echo hi"})))
+    server.queue(chat_stream("One."))
+    chat = pty_chat("--sandbox", "off", "--base-url", server.base_url, cwd=tmp_path, env=env)
+    chat.expect("you> ")
+    chat.send("the first message")
+    chat.expect(PROMPT)
+    chat.send("y")
+    chat.expect("you> ")
+    chat.send("exit")
+    assert chat.wait() == 0
+    history = state / "agentflow" / "chat_history"
+    assert oct(history.stat().st_mode & 0o777) == "0o600"
+    lines = history.read_text().splitlines()
+    assert "the first message" in lines and "y" not in lines and "exit" not in lines
+
+    server.queue(chat_stream("Two."))
+    chat = pty_chat("--base-url", server.base_url, cwd=tmp_path, env=env)
+    chat.expect("you> ")
+    chat.send_raw(b"\x10")  # Ctrl-P: the previous line of the history
+    chat.expect("the first message")
+    chat.send_raw(b"\r")
+    chat.expect("assistant> Two.\n")
+    chat.send("exit")
+    assert chat.wait() == 0
+    assert server.requests[-1].json["messages"][-1] == {"role": "user",
+                                                         "content": "the first message"}
+
+
+def test_agentflow_history_off_keeps_none(server, tmp_path):
+    state = tmp_path / "state"
+    server.queue(chat_stream("One."))
+    chat = pty_chat("--base-url", server.base_url, cwd=tmp_path,
+                    env=child_env(XDG_STATE_HOME=str(state), AGENTFLOW_HISTORY="off"))
+    chat.expect("you> ")
+    chat.send("secret plans")
+    chat.expect("you> ")
+    chat.send("exit")
+    assert chat.wait() == 0
+    assert not state.exists()
+
+
+def test_a_link_in_place_of_the_history_file_is_not_followed(server, tmp_path):
+    """Where the history file is a symbolic link, the chat keeps no history (it
+    says so) rather than write the person's messages where the link points."""
+    target = tmp_path / "elsewhere"
+    link = tmp_path / "history"
+    link.symlink_to(target)
+    server.queue(chat_stream("One."))
+    chat = pty_chat("--base-url", server.base_url, cwd=tmp_path,
+                    env=child_env(AGENTFLOW_HISTORY=str(link)))
+    assert "(no input history: " in chat.expect("you> ")
+    chat.send("hello")
+    chat.expect("you> ")
+    chat.send("exit")
+    assert chat.wait() == 0
+    assert not target.exists()
+
+
 def test_several_lines_are_one_message(server, tmp_path):
     server.queue(chat_stream("A."))
     server.queue(chat_stream("B."))

@@ -9,6 +9,7 @@ import time
 
 from ..display import safe_text
 from .flags import EXIT_INTERRUPTED, EXIT_OK, EXIT_PAUSED
+from .terminal import History
 
 BANNER = ("agentflow chat — exit, quit or Ctrl-D to leave; /help for more; Ctrl-C stops a "
           "reply, a second Ctrl-C leaves.")
@@ -34,6 +35,7 @@ def repl(chat) -> int:
         int: ``EXIT_OK``, ``EXIT_INTERRUPTED`` or ``EXIT_PAUSED``.
     """
     chat.say(BANNER)
+    history = History.open(chat.say)
     while True:
         try:
             message = read_message()
@@ -48,6 +50,7 @@ def repl(chat) -> int:
             continue
         if text.lower() in LEAVE:
             return EXIT_OK
+        history.add(message)
         if text.startswith("/") and "\n" not in text:
             command(chat, text)
             continue

@@ -41,6 +41,87 @@ def line_editing() -> bool:
     return True
 
 
+HISTORY_LENGTH = 1000  # messages kept between runs, as Python's REPL keeps its lines
+
+
+class History:
+    """The chat's messages, kept between runs in a file of the person's (mode 0600, as
+    Python's REPL keeps ``~/.python_history``): up-arrow at ``you>`` brings them back.
+    Only messages go in, never answers at the approval prompt (``y`` is not a message).
+
+    The file is ``$AGENTFLOW_HISTORY``, or ``$XDG_STATE_HOME/agentflow/chat_history``
+    (default ``~/.local/state/agentflow/chat_history``); ``AGENTFLOW_HISTORY=off`` keeps
+    none. Without readline nothing is kept.
+    """
+
+    def __init__(self, readline, path: str | None):
+        self.readline, self.path = readline, path
+
+    @classmethod
+    def open(cls, say) -> "History":
+        """Read the history file into readline, for this run's prompt.
+
+        Args:
+            say: the chat's ``Output.say``, for a file that cannot be used (the chat
+                goes on without history).
+
+        Returns:
+            History: the history; ``add`` does nothing where none is kept.
+        """
+        import os
+        import sys
+        readline = sys.modules.get("readline")
+        path = history_path()
+        if readline is None or path is None:
+            return cls(None, None)
+        readline.set_auto_history(False)  # answers at the approval prompt stay out
+        readline.set_history_length(HISTORY_LENGTH)
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            # O_NOFOLLOW: a link planted in its place does not choose where messages go
+            fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            os.close(fd)
+            readline.read_history_file(path)
+        except OSError as exc:
+            say(f"  (no input history: {safe_text(path)}: {exc.strerror or exc}; "
+                "AGENTFLOW_HISTORY=off silences this)")
+            return cls(None, None)
+        return cls(readline, path)
+
+    def add(self, message: str) -> None:
+        """Keep one message (each of its lines, as the REPL keeps a block) and write
+        the file, so a run that is killed later loses none.
+
+        Args:
+            message: the message as typed (str).
+        """
+        if self.readline is None:
+            return
+        import os
+        for line in message.splitlines():
+            if line.strip():
+                self.readline.add_history(line)
+        try:
+            self.readline.write_history_file(self.path)
+            os.chmod(self.path, 0o600)
+        except OSError:  # a full disk ends the history, not the chat
+            self.readline = None
+
+
+def history_path() -> str | None:
+    """The input history's file (see ``History``).
+
+    Returns:
+        str | None: its path; ``None`` with ``AGENTFLOW_HISTORY=off`` (or empty).
+    """
+    import os
+    chosen = os.environ.get("AGENTFLOW_HISTORY")
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off") else os.path.expanduser(chosen)
+    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
+    return os.path.join(state, "agentflow", "chat_history")
+
+
 def read_prefilled(say, prompt: str, text: str) -> str:
     """Read one line that starts as ``text``, for the person to edit (readline); without
     readline, ``text`` is shown and an empty line keeps it.
