@@ -80,8 +80,8 @@ from typing import Iterable, Mapping
 
 from .commandline import command_rules, paths, shell
 from .commandline.paths import user_policy_path  # noqa: F401  (public here since SPEC R19)
-from .commandline.patterns import (BACKSLASH, glob_regex, path_matches, pattern_regex,
-                                   protect, split_prefix)
+from .commandline.patterns import (BACKSLASH, Glob, glob_tokens, path_matches,
+                                   pattern_glob, protect, split_prefix)
 from .commandline.workspace import SECRET_FILES, Workspace
 from .durable import write_atomically
 from .errors import PolicyError
@@ -598,7 +598,7 @@ class _Subject:
         if rule.pattern is None:
             return True
         if self.kind != "shell":
-            return any(pattern_regex(rule.pattern, self.kind, self.root).fullmatch(text)
+            return any(pattern_glob(rule.pattern, self.kind, self.root).fullmatch(text)
                        for text, _ in self.parts)
         pattern = _shell_pattern(rule.pattern)
         for line in self.lines:
@@ -617,7 +617,7 @@ class _Subject:
         if self.kind == "shell":
             pattern = _shell_pattern(rule.pattern)
             return len(pattern) == 1 and pattern[0].regex.fullmatch(text) is not None
-        return pattern_regex(rule.pattern, self.kind, self.root).fullmatch(text) is not None
+        return pattern_glob(rule.pattern, self.kind, self.root).fullmatch(text) is not None
 
     def refusal(self, rule: Rule, index: int) -> str | None:
         """Why a wildcard ``rule`` that covers part ``index`` still does not allow it:
@@ -718,7 +718,7 @@ class _Piece:
     """One command of a shell pattern: its regex, whether it has a wildcard, and the
     operator before it (normalised: ``|&`` is ``|``, a newline is ``;``)."""
 
-    regex: re.Pattern
+    regex: Glob
     wild: bool
     op: str | None
 
@@ -736,7 +736,7 @@ def _shell_pattern(pattern: str) -> tuple[_Piece, ...]:
     pieces = []
     for index, command in enumerate(shell.parse(protect(pattern), pattern=True).commands):
         body, prefix = split_prefix(command.text.replace(BACKSLASH, "\\"))
-        regex = re.compile(glob_regex(body, ".*") + ("(?: .*)?" if prefix else ""), re.DOTALL)
+        regex = Glob(glob_tokens(body, "any"), " " if prefix else "")
         op = _OP_KIND.get(command.op_before, command.op_before) if index else None
         pieces.append(_Piece(regex, prefix or "*" in body, op))
     return tuple(pieces)

@@ -293,3 +293,25 @@ def test_an_old_session_with_always_is_a_grant_only_once_the_person_says_so(serv
         in done.stdout
     assert not (tmp_path / "PWNED").exists()
     assert "always_approve" not in saved(session)["state"]
+
+
+@pytest.mark.parametrize("letters", [12, 24])
+def test_a_hostile_deny_pattern_of_the_repository_decides_in_linear_time(tmp_path,
+                                                                        in_process, letters):
+    """Issue 36, item 4: ``*a*a*…*c`` in the repository's own policy file (its deny rules
+    apply untrusted) took a backtracking regex over 20 s for one ``policy check``; each
+    added letter about doubled it. Rules now match without backtracking (SPEC R19
+    addendum), on a command, a chain of them and a path."""
+    import time
+    hostile = "*a" * letters + "*c"
+    write_project_policy(tmp_path, {"deny": [f"run_command({hostile})",
+                                             f"write_file({hostile})",
+                                             f"run_command(x | {hostile})"]}, trusted=False)
+    started = time.monotonic()
+    for call in (f"run_command(echo {'a' * 4000})", f"write_file({'a' * 3000})",
+                 f"run_command(x {'a' * 3000} | echo {'a' * 3000})"):
+        status, out, _ = in_process("policy", "check", call)
+        assert status == 0 and ": denied" not in out.splitlines()[0]
+    status, out, _ = in_process("policy", "check", f"run_command(echo {'a' * 4000}c)")
+    assert out.splitlines()[0].endswith(": denied")
+    assert time.monotonic() - started < 2.0

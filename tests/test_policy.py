@@ -381,3 +381,18 @@ def test_the_splitter_keeps_operators_and_nested_lines():
         ("&", "g"), ("\n", "h")]
     assert [c.text for n in parse("x; sh -c 'y; eval z'").nested
             for c in n.every_command()] == ["y", "eval z", "z"]
+
+
+def test_rule_patterns_match_as_their_regex_reads_them_without_backtracking():
+    """Issue 36, item 4: ``Glob`` (linear time) answers as the regex reading of the same
+    pattern (``pattern_regex``) on generated patterns and values, paths and text."""
+    import random
+    from agentflow.commandline.patterns import pattern_glob, pattern_regex
+    rng = random.Random(36)
+    for _ in range(3000):
+        pattern = "".join(rng.choice("ab/*  :") for _ in range(rng.randint(1, 7)))
+        value = "".join(rng.choice("ab/ :") for _ in range(rng.randint(0, 8)))
+        for kind, text in (("text", value), ("path", "/r/" + value)):
+            expected = pattern_regex(pattern, kind, "/r").fullmatch(text) is not None
+            assert (pattern_glob(pattern, kind, "/r").fullmatch(text) is not None) == \
+                expected, (kind, pattern, text)
