@@ -83,11 +83,11 @@ import re
 import shlex
 import threading
 import weakref
-from typing import Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from .errors import MCPError, MCPTimeoutError, MCPToolError
 from .mcp_stderr import ServerStderr
-from .redact import mask_url
+from .redact import mask_url, scrub_all
 from .tools import Tool
 
 try:
@@ -138,6 +138,10 @@ class MCPServer:
             patterns of rules on its tools, are taken from (module docstring).
         result_cap: bytes (UTF-8) of a result's text sent to the model; the rest is cut
             with a note saying how much (default 64,000, as ``read_file``'s cap).
+        secrets: ``None``, or a callable (no arguments) giving the strings no result
+            may carry (iterable of str: the API key, the workspace's ``.env`` values),
+            asked at each call; runs of them in a result or an error are masked
+            ``***`` as in the built-in tools' results (SPEC R26, R27).
 
     Attributes:
         tools: the ``MCPTool`` list, in the server's order (empty before ``start``).
@@ -149,7 +153,8 @@ class MCPServer:
                  start_timeout: float = DEFAULT_START_TIMEOUT,
                  approval: bool | Mapping[str, bool] | None = None,
                  subjects: Mapping[str, str | tuple | None] | None = None,
-                 root: str | None = None, result_cap: int = DEFAULT_RESULT_CAP):
+                 root: str | None = None, result_cap: int = DEFAULT_RESULT_CAP,
+                 secrets: Callable[[], Iterable[str]] | None = None):
         if name is not None and not _SERVER_NAME.fullmatch(name):
             raise ValueError(f"MCP server name {name!r} is not allowed: use letters and digits "
                              "separated by single '-' or '_' (it prefixes tool names)")
@@ -167,6 +172,7 @@ class MCPServer:
         self.start_timeout = start_timeout
         self.approval = approval
         self.result_cap = result_cap
+        self.secrets = secrets
         self.tools: list[MCPTool] = []
         # notifications/tools/list_changed arrived: re-list before the next decision
         self._list_changed = False
@@ -686,6 +692,8 @@ class MCPTool(Tool):
         """
         result = self.server.call(self.mcp_name, arguments, self.timeout)
         text = _capped(result_text(result), self.server.result_cap)
+        if self.server.secrets is not None:  # a server that read .env sends no value on
+            text = scrub_all(text, self.server.secrets())
         if result.is_error:
             raise MCPToolError(text or "the tool reported an error without a message",
                                self.server.name)

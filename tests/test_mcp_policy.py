@@ -404,6 +404,29 @@ def test_chat_honours_mcp_rules_of_its_policy_file(files_url, tmp_path, in_files
     assert "policy rules name them filesystem.TOOL; patterns match write_file(path)" in out
 
 
+def test_an_mcp_result_carries_no_env_value_nor_the_key(files_url, in_files, monkeypatch,
+                                                         request):
+    """SPEC R27 (issue 37): an MCP server's result is masked as a built-in tool's is: a
+    copy of a value of the workspace's ``.env``, or the API key, that a server reads
+    from its own files reaches the model as ``***``; the rest of the text is kept."""
+    url, directory = files_url
+    stripe = "sk_live_51HxQmZ2eZvKYlo2C"
+    key = "sk-proj-9f8e7d6c5b4a39281706"
+    (directory / ".env").write_text(f"STRIPE_KEY={stripe}\nDEBUG=true\n")  # the workspace's
+    (directory / "backup.txt").write_text(f"stripe {stripe} and key {key} debug true\n")
+    request.addfinalizer((directory / ".env").unlink)
+    bodies = [chat_stream(tool_calls=[("r1", "filesystem__read_file", '{"path": "backup.txt"}')]),
+              chat_stream(text="Read.")]
+    with ReplayServer(bodies) as model:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        monkeypatch.setenv("OPENAI_BASE_URL", model.base_url)
+        status, out, err = in_files("chat", "--tools", "none", "--mcp", f"filesystem={url}",
+                                    "--approve-all", "read it")
+    assert (status, err) == (0, "")
+    [sent] = [m["content"] for m in model.requests[1].json["messages"] if m["role"] == "tool"]
+    assert sent == "stripe *** and key *** debug true\n"
+
+
 def test_chat_refuses_a_policy_naming_a_tool_the_server_lacks(files_url, tmp_path, in_files):
     policy = write_policy(tmp_path, allow=["filesystem.write_fil(src/**)"])
     status, out, err = in_files("chat", "--base-url", "http://127.0.0.1:9/v1", "--tools",

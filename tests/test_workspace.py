@@ -51,6 +51,14 @@ def test_inside_the_workspace_reads_and_listings_run_without_asking(ws):
         assert concern(tools, name, path) is False, (name, path)
 
 
+def test_a_listing_masks_a_value_of_the_env_in_a_name(ws):
+    """SPEC R27: every result the model gets is masked of the workspace's ``.env``
+    values, a listing's names too (a backup named after the key it holds)."""
+    root, _, tools = ws
+    (root / "src" / f"{SECRET}.bak").write_text("")
+    assert tools["list_dir"].invoke({"path": "src"}) == "***.bak\na.py"
+
+
 @pytest.mark.parametrize("path, expected", [
     ("../outside/notes.txt", "reads ../outside/notes.txt (really {outside}/notes.txt): "
                              "outside the workspace {root}"),

@@ -321,7 +321,9 @@ class ListDir(_Builtin):
             os.close(fd)
         if len(entries) > self.list_cap:
             lines.append(f"[... {len(entries) - self.list_cap} more entries]")
-        return "\n".join(lines) or "(empty)"
+        # a name can carry a secret too (a backup named after the token it holds)
+        return redact.scrub_all("\n".join(lines) or "(empty)",
+                                secrets_of(self.space, self.space.secret_env)[1])
 
 
 class WriteFile(_Builtin):

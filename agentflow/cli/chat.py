@@ -44,7 +44,7 @@ from .prompt import ask
 from .repl import repl
 from .render import Output, call_line, result_line, show_request, summary
 from .respond import responses_from_flags
-from .servers import mcp_summary, start_mcp_servers
+from .servers import mask_results_of, mcp_summary, start_mcp_servers
 from .sessions import open_session
 from .store_key import decisive_files
 from .settings import (ALWAYS, chat_settings, check_grants, sign_grants, sign_settings,
@@ -105,6 +105,7 @@ class Chat:
             except ValueError as exc:
                 raise UsageError(f"--tools: {exc}") from None
         tools = made(sandbox) + [t for server in mcp_servers for t in server.tools]
+        mask_results_of(mcp_servers, self.workspace, ("OPENAI_API_KEY", settings["api_key_env"]))
         self.tools = {t.name: t for t in tools}
         self.spinner = self.live = None
         if interactive and getattr(self.out.stream, "isatty", lambda: False)():

@@ -135,3 +135,22 @@ def mcp_summary(server) -> str:
                  + (f"; paths from {safe_text(server.root)}" if any(
                      t.subject_kind == "path" for t in tools if t.subject) else ""))
     return "\n".join(lines)
+
+
+def mask_results_of(servers, workspace, key_names) -> None:
+    """Have each MCP server's results masked as the built-in tools' are (SPEC R26,
+    R27): a server that reads the workspace's ``.env``, or prints the key it was
+    given, sends the model ``***`` in their place.
+
+    Args:
+        servers: the started ``MCPServer`` objects.
+        workspace: the chat's workspace folder (str), whose ``.env`` values count.
+        key_names: the API key's variables (iterable of str).
+    """
+    if not servers:
+        return
+    from ..builtin.builtin_tools import secrets_of
+    from ..commandline.workspace import Workspace
+    space, names = Workspace(workspace), tuple(key_names)
+    for server in servers:
+        server.secrets = lambda: secrets_of(space, names)[1]
