@@ -10,9 +10,11 @@ Tool calls are kept in *slots*, in the order they were opened; that order is the
 order of the calls in the message, of their ``ToolCallStart`` updates, and of their
 execution. A slot is opened by a new ``index``; by a different id *and* a name on an
 index whose slot already has an id (servers that put every call on index 0); or,
-when a provider sends no ``index``, by a new non-empty ``id``. A ``ToolCallStart`` is
-sent once the slot knows both its id and its name and every earlier slot has started;
-argument fragments that arrive before that wait in the slot and follow the start.
+when a provider sends no ``index``, by a new non-empty ``id`` (such a slot takes the
+next unused index, which later fragments may name). A ``ToolCallStart`` is sent once
+the slot knows its id and its whole name (its arguments began, or a later call was
+opened: a name may come in pieces) and every earlier slot has started; argument
+fragments that arrive before that wait in the slot and follow the start.
 
 Every field read is checked for its JSON type: valid JSON of the wrong shape is a
 ``ProviderError`` naming the event and the field, never a bare ``TypeError``.
@@ -97,7 +99,8 @@ class _Slot:
     index: int          # reported on ToolCallStart: the provider's index, or the position
     id: str = ""        # the id used from here on: unique in the conversation
     wire_id: str = ""   # the first non-empty id the provider sent
-    name: str = ""
+    name: str = ""      # pieces joined, a piece equal to the name so far taken as re-sent
+    joined: str = ""    # every piece joined: the other reading of a re-sent name
     arguments: TextBuffer = field(default_factory=TextBuffer)
     waiting: list[str] = field(default_factory=list)  # fragments sent before the start
     started: bool = False
@@ -129,6 +132,10 @@ class ChunkAssembler:
             ``accumulates``. Their joined value is kept with the message (SPEC R21).
         id_limit: the longest id (int, characters) the assembler makes when it
             invents or renames one; ids the provider sent are kept as they are.
+        tool_names: the names (iterable of str) of the tools offered in the
+            request. A name sent in pieces is joined, and a piece equal to the name
+            so far is taken as the name re-sent; where those two readings differ,
+            the one naming an offered tool wins (SPEC §6, fourth batch).
 
     After ``finish``: ``text`` (str), ``reasoning`` (str), ``tool_calls``
     (list of ``ToolCall``), ``finish_reason`` (``FinishReason``), ``usage``
@@ -138,7 +145,8 @@ class ChunkAssembler:
     """
 
     def __init__(self, taken_ids: Iterable[str] = (), accumulate=None,
-                 id_limit: int = ID_LIMIT) -> None:
+                 id_limit: int = ID_LIMIT, tool_names: Iterable[str] = ()) -> None:
+        self._tool_names = frozenset(tool_names)
         self._accumulate = dict(accumulate or {})
         self._parts: dict = {}  # key -> its accumulator, once the key was seen
         self._id_limit = id_limit
@@ -461,13 +469,41 @@ class ChunkAssembler:
             slot.wire_id = call_id
         elif call_id and call_id != slot.wire_id:
             self._quirk("tool call id changed mid-call (the first is kept)")
-        if name and not slot.name:
-            slot.name = name
-        elif slot.started and (name or "id" in call):
+        if name:
+            self._add_name(slot, name)
+        elif slot.started and "id" in call:
             self._quirk("tool call header re-sent")
         if arguments:
             self._add_arguments(slot, arguments, updates)
         self._start_ready(updates)
+
+    def _add_name(self, slot: _Slot, piece: str) -> None:
+        """SPEC §6: a name may be re-sent in full (a piece equal to the name so far)
+        or split in pieces, which are joined. A call is announced once, with the name
+        it keeps, so a piece that comes after the start changes nothing."""
+        if slot.started:
+            if piece != slot.name:
+                self._quirk("a piece of the tool name after its arguments began (ignored)")
+            else:
+                self._quirk("tool call header re-sent")
+            return
+        if slot.name and piece != slot.name:
+            self._quirk("tool name sent in pieces (joined)")
+        elif slot.name:
+            self._quirk("tool name re-sent")
+        if piece != slot.name:
+            slot.name += piece
+        slot.joined += piece
+
+    def _settle_name(self, slot: _Slot) -> None:
+        # A piece equal to the name so far is read as a re-send; where joining it
+        # instead names an offered tool and the re-sent reading does not, the joined
+        # reading is the name the model meant (SPEC §6, fourth batch).
+        names = self._tool_names
+        if slot.joined != slot.name and slot.joined in names and slot.name not in names:
+            self._quirk(f"tool name {slot.joined!r} read from pieces that repeat "
+                        "(it names an offered tool)")
+            slot.name = slot.joined
 
     def _slot_for(self, index: int | None, call_id: str, name: str) -> _Slot:
         if index is not None:
@@ -494,12 +530,22 @@ class ChunkAssembler:
             # has its name and arguments is whole, and a new id after it is a new call.
             if last is not None and not last.wire_id and not (last.name and last.arguments):
                 return last
-            return self._open(len(self._slots))
-        return last if last is not None else self._open(0)
+            return self._open_unindexed()
+        return last if last is not None else self._open_unindexed()
 
     def _open(self, index: int) -> _Slot:
         slot = _Slot(index)
         self._slots.append(slot)
+        return slot
+
+    def _open_unindexed(self) -> _Slot:
+        """A slot opened without an index takes the next unused index (counting from
+        its position), so later fragments naming that index continue it (SPEC §6,
+        fourth batch: a header without ``index``, its arguments with ``index: 0``)."""
+        index = len(self._slots)
+        while index in self._by_index:
+            index += 1
+        slot = self._by_index[index] = self._open(index)
         return slot
 
     def _add_arguments(self, slot: _Slot, fragment: str, updates: list) -> None:
@@ -510,12 +556,16 @@ class ChunkAssembler:
             slot.waiting.append(fragment)
 
     def _start_ready(self, updates: list, final: bool = False) -> None:
-        """Announce, in slot order, every slot that knows its id and name (every
-        slot, when ``final``); a slot never starts before an earlier one."""
+        """Announce, in slot order, every slot that knows its id and its whole name
+        (every slot, when ``final``); a slot never starts before an earlier one. A
+        name may come in pieces (SPEC §6), so it is whole once the call's arguments
+        began or a later call was opened."""
         while self._started < len(self._slots):
             slot = self._slots[self._started]
-            if not (final or (slot.wire_id and slot.name)):
+            if not (final or (slot.wire_id and slot.name and (
+                    slot.arguments or self._started + 1 < len(self._slots)))):
                 return
+            self._settle_name(slot)
             slot.id = self._unique_id(slot)
             self._taken.add(slot.id)
             slot.started = True

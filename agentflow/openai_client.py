@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_WAIT = 60.0  # seconds; a longer Retry-After is reported, not slept through
 _READ_SIZE = 65536
-FINISHED_TURN_WAIT = 2.0  # seconds of silence tolerated after the finish reason (SPEC §6)
+FINISH_WAIT = 10.0  # seconds: finish_wait's default (SPEC §6, fourth batch)
+MAX_REDIRECTS = 3  # same-origin 307/308 redirects followed for one request
 # What is read, at most, after a complete turn to reuse its connection: the rest of a
 # chunked body is its 5-byte terminator, perhaps after a trailing comment or usage
 # chunk; more than this, or a wait longer than a new connection's handshake (tens of
@@ -59,8 +60,11 @@ class OpenAIChatClient:
         connect_timeout: seconds to wait for the TCP connection.
         read_timeout: seconds to wait for the next bytes of the response, i.e. the
             longest silence tolerated mid-stream (not the whole call's duration).
-            After the turn's finish reason, ``FINISHED_TURN_WAIT`` (2 s) of silence
-            ends the turn instead: it is complete (SPEC §6).
+        finish_wait: seconds of silence after the turn's finish reason that end the
+            turn (default ``FINISH_WAIT``, 10 s; at most ``read_timeout``). Chunks
+            that come sooner continue the turn: some gateways send ``stop`` early,
+            then the call (SPEC §6, fourth batch). The turn is complete either way;
+            only a connection its server keeps open waits this long.
         headers: extra HTTP headers (dict) sent with every request.
         stream: ``True`` (default) streams with SSE; ``False`` asks for one JSON
             response, for endpoints that cannot stream, and yields the same updates.
@@ -80,14 +84,16 @@ class OpenAIChatClient:
             ``profile_note`` (str) says which was chosen and how.
 
     Raises:
-        ValueError: ``profile`` names no known profile.
+        ValueError: ``profile`` names no known profile, or ``finish_wait`` is not
+            above 0.
         AuthenticationError: neither a key nor a base URL was given (or set in the
             environment): the default endpoint, OpenAI, needs a key.
     """
 
     def __init__(self, model: str = "gpt-4o-mini", *, base_url: str | None = None,
                  api_key: str | None = None, connect_timeout: float = 10.0,
-                 read_timeout: float = 120.0, headers: dict | None = None,
+                 read_timeout: float = 120.0, finish_wait: float = FINISH_WAIT,
+                 headers: dict | None = None,
                  stream: bool = True, max_retries: int = 2, retry_backoff: float = 0.5,
                  profile: "str | Profile | None" = None):
         self.model = model
@@ -102,6 +108,9 @@ class OpenAIChatClient:
                 "server, e.g. http://localhost:11434/v1")
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        if not finish_wait > 0:
+            raise ValueError(f"finish_wait is a number of seconds above 0, not {finish_wait!r}")
+        self.finish_wait = min(finish_wait, read_timeout)
         self.headers = dict(headers or {})
         # where the key comes from, for the hint of an authentication error
         self.key_source = "api_key=... or the OPENAI_API_KEY environment variable"
@@ -200,10 +209,13 @@ class OpenAIChatClient:
                 neither a finish reason nor ``[DONE]``. After the finish reason the
                 turn is complete whatever the connection does (SPEC §6).
         """
+        tools = list(tools)
         body = self.build_request(messages, options, tools)
-        # SPEC §6: a call id of this turn never repeats one of the conversation
+        # SPEC §6: a call id of this turn never repeats one of the conversation; a
+        # name sent in pieces is read with the offered tools' names at hand
         assembler = ChunkAssembler(_ids_in(messages), self.profile.accumulates,
-                                   self.profile.call_id_limit or ID_LIMIT)
+                                   self.profile.call_id_limit or ID_LIMIT,
+                                   tool_names=[t.name for t in tools])
         response, chunks = self._open(body)
         try:
             try:
@@ -212,7 +224,7 @@ class OpenAIChatClient:
                     yield from completion_updates(self._json(chunks), assembler)
                 else:
                     yield from stream_updates(
-                        _after_finish(chunks, response, assembler, self.read_timeout),
+                        _after_finish(chunks, response, assembler, self.finish_wait),
                         assembler)
             except ProviderError as exc:
                 message = self._scrub(exc.message)
@@ -428,12 +440,12 @@ def _appended(parts: list, text: str) -> list:
 
 
 def _after_finish(chunks: Iterator[bytes], response: "requests.Response", assembler,
-                  read_timeout: float) -> Iterator[bytes]:
+                  finish_wait: float) -> Iterator[bytes]:
     """``chunks``, but once the turn's finish reason is in, a silence longer than
-    ``FINISHED_TURN_WAIT`` seconds (not ``read_timeout``) ends the stream: the turn is
-    complete (SPEC §6), and only usage and ``[DONE]`` may still come, at once on every
-    server seen, so a stalled connection must not hold back the caller's last update
-    for minutes."""
+    ``finish_wait`` seconds (not ``read_timeout``) ends the stream: the turn is
+    complete (SPEC §6), so a stalled connection must not hold back the caller's last
+    update for minutes. Chunks that come within it are read: gateways that send
+    ``stop`` early send the call after it, within seconds."""
     shortened = False
     for chunk in chunks:
         yield chunk
@@ -441,7 +453,7 @@ def _after_finish(chunks: Iterator[bytes], response: "requests.Response", assemb
             shortened = True
             connection = getattr(response.raw, "connection", None)
             if connection is not None and connection.sock is not None:
-                connection.sock.settimeout(min(read_timeout, FINISHED_TURN_WAIT))
+                connection.sock.settimeout(finish_wait)
 
 
 def _drain(response: "requests.Response", limit: int, seconds: float) -> bool:
