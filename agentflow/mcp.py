@@ -82,6 +82,7 @@ import os
 import re
 import shlex
 import threading
+import warnings
 import weakref
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -93,11 +94,14 @@ from .tools import Tool
 try:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.exceptions import MCPError as _SDKError
     from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("agentflow.mcp needs the MCP SDK: pip install '.[mcp]' in a checkout "
                       "of agentflow-approvals") from exc
+
+from .mcp_listing import LenientToolList, MCPListingWarning, list_all  # noqa: E402
 
 DEFAULT_TIMEOUT = 60.0        # seconds a tool call may take
 DEFAULT_START_TIMEOUT = 60.0  # seconds to start, connect and list tools (npx may download)
@@ -146,6 +150,10 @@ class MCPServer:
     Attributes:
         tools: the ``MCPTool`` list, in the server's order (empty before ``start``).
         server_info: the server's ``Implementation`` (name, version) or ``None``.
+        listing_notes: what the last listing of its tools met (list of str): pages
+            that did not end (the listing ended there), a schema without ``type``
+            read as an object schema, a tool left out as invalid; each is also issued
+            as an ``MCPListingWarning`` (``agentflow.mcp_listing``).
         root: the absolute folder path subjects are resolved against (str).
     """
 
@@ -177,6 +185,8 @@ class MCPServer:
         # notifications/tools/list_changed arrived: re-list before the next decision
         self._list_changed = False
         self.server_info = None
+        self.listing_notes: list[str] = []
+        self._notes: list[str] = []  # the listing under way notes here (mcp_listing)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._main: concurrent.futures.Future | None = None
@@ -287,10 +297,12 @@ class MCPServer:
                                             name=f"agentflow-mcp-{self.describe()[:40]}")
             self._thread.start()
             ready: concurrent.futures.Future = concurrent.futures.Future()
+            self._notes = []
             self._main = asyncio.run_coroutine_threadsafe(self._serve(ready), self._loop)
             try:
                 info, specs = ready.result(self.start_timeout)
                 self._adopt(info, specs)
+                self._noted()
             except concurrent.futures.TimeoutError:
                 self._shutdown()
                 raise MCPError(f"the MCP server {self.describe()} did not answer within "
@@ -346,9 +358,13 @@ class MCPServer:
             stderr = ServerStderr(lambda: self.name)
             stderr.attach(asyncio.get_running_loop())
             target = stdio_client(target, errlog=stderr.file)
+        else:
+            target = streamable_http_client(target)
+        # one tool the SDK would refuse must not refuse the server (mcp_listing)
+        target = LenientToolList(target, self._notes)
         try:
             async with Client(target, message_handler=self._on_message) as client:
-                specs = await _list_all(client)
+                specs = await list_all(client, self._notes, self.name)
                 self._client = client
                 ready.set_result((client.server_info, specs))
                 await self._stopping.wait()
@@ -394,7 +410,9 @@ class MCPServer:
             raise MCPError(f"the MCP server {self.name!r} is not running, and its tools "
                            "changed: restart it", self.name)
         self._list_changed = False
-        future = asyncio.run_coroutine_threadsafe(_list_all(client), loop)
+        self._notes.clear()
+        future = asyncio.run_coroutine_threadsafe(list_all(client, self._notes, self.name),
+                                                  loop)
         try:
             specs = future.result(self.timeout)
         except concurrent.futures.TimeoutError:
@@ -402,6 +420,7 @@ class MCPServer:
             self._list_changed = True
             raise MCPError(f"the MCP server {self.name!r} said its tools changed and did "
                            f"not list them within {self.timeout:g} s", self.name) from None
+        self._noted()
         known = {t.mcp_name: t for t in self.tools}
         for spec in specs:
             tool = known.get(spec.name)
@@ -414,6 +433,13 @@ class MCPServer:
                 tool.refresh(spec)
                 tool.changed = True
             tool.decide_approval(self.approval)
+
+    def _noted(self) -> None:
+        """Keep the notes of the listing just read, and issue each as a warning."""
+        self.listing_notes = list(self._notes)
+        for note in self.listing_notes:
+            warnings.warn(f"MCP server {self.name!r}: {note}", MCPListingWarning,
+                          stacklevel=3)
 
     def _shutdown(self) -> None:
         """Stop the serving task, then the loop and its thread. Lock held."""
@@ -816,19 +842,6 @@ def result_text(result) -> str:
     if not texts and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(texts + others)
-
-
-async def _list_all(client) -> list:
-    """Every tool the server lists, over all its pages; a server whose pages never end
-    cannot hang us (100 pages at most)."""
-    specs, cursor = [], None
-    for _ in range(100):
-        page = await client.list_tools(cursor=cursor)
-        specs.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            break
-    return specs
 
 
 def _fingerprint(spec) -> str:

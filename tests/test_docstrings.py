@@ -40,7 +40,7 @@ import agentflow
 MODULES = sorted(["agentflow"] + [
     m.name for m in pkgutil.walk_packages(agentflow.__path__, "agentflow.")
     if m.name != "agentflow.__main__"])
-EXTRAS = {"agentflow.mcp": "mcp"}
+EXTRAS = {"agentflow.mcp": "mcp", "agentflow.mcp_listing": "mcp"}
 
 
 def _own_doc(obj) -> str:

@@ -261,7 +261,7 @@ def test_from_openai_with_string_role():
 # -- standard library only ------------------------------------------------------------------
 
 ALLOWED_THIRD_PARTY = {"requests", "urllib3"}
-EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"},  # an optional extra's package
+EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"}, "mcp_listing.py": {"mcp"},  # an optional extra's package
                  "tracing.py": {"opentelemetry"}, "telemetry.py": {"opentelemetry"}}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import warnings
 
 from ..display import safe_text
 from .errors import UsageError
@@ -58,6 +59,7 @@ def start_mcp_servers(specs, stack, approvals=()) -> list:
         return []
     try:
         from ..mcp import MCPServer
+        from ..mcp_listing import MCPListingWarning
     except ImportError as exc:
         raise UsageError(f"--mcp: {exc}") from None
     servers = []
@@ -68,7 +70,9 @@ def start_mcp_servers(specs, stack, approvals=()) -> list:
             raise UsageError(f"--mcp {spec!r}: {exc}") from None
         if server.name in overrides:  # the person's word over the server's hints
             server.approval = overrides.pop(server.name)
-        servers.append(stack.enter_context(server))
+        with warnings.catch_warnings():  # mcp_summary shows them, as lines of the chat
+            warnings.simplefilter("ignore", MCPListingWarning)
+            servers.append(stack.enter_context(server))
         names = [s.name for s in servers]
         if names.count(server.name) > 1:
             raise UsageError(f"two --mcp servers are both named {server.name!r}: name one "
@@ -134,6 +138,7 @@ def mcp_summary(server) -> str:
                  + (f"; patterns match {', '.join(subjects)}" if subjects else "")
                  + (f"; paths from {safe_text(server.root)}" if any(
                      t.subject_kind == "path" for t in tools if t.subject) else ""))
+    lines += [f"  note: {safe_text(note)}" for note in getattr(server, "listing_notes", ())]
     return "\n".join(lines)
 
 
