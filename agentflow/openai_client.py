@@ -197,7 +197,9 @@ class OpenAIChatClient:
 
         Raises:
             ProviderError: HTTP 4xx/5xx (status, provider code and message, also
-                from an error body framed as SSE), connection failure (URL and a
+                from an error body framed as SSE), a redirect other than a 307 or 308
+                to the same origin, or more than ``MAX_REDIRECTS`` (3) of those in a
+                row (naming where it pointed), connection failure (URL and a
                 hint), malformed SSE or chunk JSON (the event, cut to 200 characters),
                 a chunk field of the wrong shape (the event and the field), an
                 ``error`` object or ``event: error`` in the stream (after the updates
@@ -332,20 +334,31 @@ class OpenAIChatClient:
                    "Accept-Encoding": "identity", **self.headers}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+        data = json.dumps(body)
+
+        def post(url: str) -> "requests.Response":
+            # redirects are this client's to judge (_redirected), never requests'
+            return self._http.post(url, data=data, headers=headers, stream=True,
+                                   allow_redirects=False,
+                                   timeout=(self.connect_timeout, self.read_timeout))
         try:
             try:
-                response = self._http.post(self.url, data=json.dumps(body), headers=headers,
-                                           stream=True,
-                                           timeout=(self.connect_timeout, self.read_timeout))
+                response = post(self.url)
             except requests.exceptions.ConnectionError:
                 if not reused:
                     raise
                 # The kept connection was closed by the server before this request
                 # reached it (an idle timeout racing the request, RFC 9112 §9.3.1): one
                 # new connection at once, outside max_retries, as nothing was answered.
-                response = self._http.post(self.url, data=json.dumps(body), headers=headers,
-                                           stream=True,
-                                           timeout=(self.connect_timeout, self.read_timeout))
+                response = post(self.url)
+            for _ in range(MAX_REDIRECTS):
+                target = self._redirected(response)
+                if target is None:
+                    break
+                response = post(target)
+            if self._redirected(response) is not None:
+                raise self._redirect_error(response, f"more than {MAX_REDIRECTS} redirects "
+                                                     "in a row")
         except requests.exceptions.ConnectTimeout:
             raise ProviderTimeoutError.naming(
                 f"could not connect to {self.shown_url} within ",
@@ -367,6 +380,37 @@ class OpenAIChatClient:
                 response.close()
             raise error
         return response
+
+    def _redirected(self, response: "requests.Response") -> str | None:
+        """Where a redirect ``response`` sends the request again (str), or ``None`` when
+        it is no redirect. Only 307 and 308 to the same origin (scheme, host, port)
+        are followed: they keep the method and the body, and the body is the whole
+        conversation, which no other origin gets (issue 41). Any other redirect raises
+        ``ProviderError`` naming where it pointed."""
+        status = response.status_code
+        if status not in (301, 302, 303, 307, 308):
+            return None
+        from urllib.parse import urljoin
+        target = urljoin(response.url or self.url, response.headers.get("Location") or "")
+        response.close()
+        if status not in (307, 308):
+            raise self._redirect_error(response, "a redirect that would send the request "
+                                                 "again without its body", target)
+        if _origin(target) != _origin(self.url):
+            raise self._redirect_error(response, "a redirect to another origin, which is "
+                                                 "not sent the conversation", target)
+        return target
+
+    def _redirect_error(self, response: "requests.Response", what: str,
+                        target: str | None = None) -> ProviderError:
+        if target is None:
+            from urllib.parse import urljoin
+            target = urljoin(response.url or self.url, response.headers.get("Location") or "")
+            response.close()
+        return ProviderError.naming(
+            f"{self.shown_url} answered HTTP {response.status_code}, {what}: it pointed to "
+            f"{self._scrub(mask_url(target))}. If that is the endpoint, set ",
+            Setting("base_url"), " to it", status=response.status_code)
 
     def _http_error(self, response: "requests.Response") -> ProviderError:
         import requests
@@ -482,6 +526,18 @@ def _drain(response: "requests.Response", limit: int, seconds: float) -> bool:
         pass  # broken or too slow: closed below, as any unfinished body is
     response.close()  # closes the connection unless urllib3 released it
     return released
+
+
+def _origin(url: str) -> tuple:
+    """A URL's origin (RFC 6454): scheme, host and port, the default port filled in."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # not a port: an origin of its own, equal to no other
+    return scheme, (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(scheme)
 
 
 def _is_json(response: "requests.Response") -> bool:
