@@ -7,6 +7,7 @@ rule still allows it, and the programs' ordinary work stays allowed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -196,10 +197,28 @@ DENY_BYPASSES = [
 ]
 
 
+# -- abbreviated long options (issue 36, item 3): getopt_long takes any unique prefix, so
+#    the deny side reads a program's options as the allow side does (options.py) -------
+
+ABBREVIATED = [
+    "env --split-s='rm -rf victim'",  # the issue's three
+    "su root --comm 'rm -rf victim'",
+    "script --comm='rm -rf victim' /dev/null",
+    "env --sp 'rm -rf victim'",  # variants: shorter, mixed with flags, clusters
+    "env -i --split-str='rm -rf victim'",
+    "script -q --co 'rm -rf victim' /dev/null",
+    "script /dev/null -qc 'rm -rf victim'",  # GNU's permutation: options after operands
+    "su root -mc 'rm -rf victim'",
+    "runuser root --comm='rm -rf victim'",
+    "flock lockfile -c 'rm -rf victim'",
+    "watch --int 1 'rm -rf victim'",
+]
+
+
 BASH_ARITHMETIC = "declare -i x; x='a[$(rm -rf victim)]'"  # bash evaluates what x gets
 
 
-@pytest.mark.parametrize("line", DENY_BYPASSES + ["su root -c'rm -rf victim'",
+@pytest.mark.parametrize("line", DENY_BYPASSES + ABBREVIATED + ["su root -c'rm -rf victim'",
                                                   "sh -s < script.sh", BASH_ARITHMETIC,
                                                   "typeset -ai x", "local -n r=x"])
 def test_a_deny_rule_meets_the_command_whatever_road_it_takes(line):
@@ -309,3 +328,25 @@ def test_a_deny_pattern_holds_when_the_subject_cannot_be_read(arguments):
     policy = ApprovalPolicy(deny=["read_file(**/.env)"], allow=["read_file"])
     found, _ = decide([policy], read, arguments)
     assert found.effect == "deny" and found.rule.startswith("read_file(**/.env); it could")
+
+
+@pytest.mark.parametrize("line", [l for l in ABBREVIATED if not l.startswith(("watch",))])
+def test_the_real_program_takes_the_abbreviation(line, tmp_path):
+    """Each line, run by /bin/sh, deletes the folder (su and runuser only as root)."""
+    if line.startswith(("su ", "runuser ")) and os.getuid() != 0:
+        pytest.skip("su and runuser run a command without a password only for root")
+    (tmp_path / "victim").mkdir()
+    subprocess.run(["/bin/sh", "-c", line], cwd=tmp_path, capture_output=True, timeout=60,
+                   stdin=subprocess.DEVNULL)
+    assert not (tmp_path / "victim").exists(), line
+
+
+@pytest.mark.parametrize("line, why", [
+    ("env --i 'rm -rf victim'", "env option --i is ambiguous"),
+    ("su root --bogus -c 'rm -rf victim'", "su option --bogus is not one it is known"),
+    ("script -c", "script option -c without its value"),
+])
+def test_an_option_the_reader_cannot_read_is_not_read_fully(line, why):
+    """Where the reader cannot tell what a program runs, the line is unreadable: a deny
+    candidate never silently passes (SPEC R19 addendum)."""
+    assert why in parse(line).unreadable

@@ -2,6 +2,8 @@
 
 * ``shell.py``: a command line read as dash and bash read it, into the commands a policy
   rule can match (or unreadable);
+* ``options.py``: a program's options read as its ``getopt_long`` reads them
+  (abbreviations too), for the allow side and the deny side alike;
 * ``command_rules.py``: the table of options and sub-commands that make a program run
   another, write or read a file;
 * ``paths.py``: one reading of a path (``~``, ``..``, symlinks) for the tools and the rules;

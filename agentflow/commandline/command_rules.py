@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from . import paths
+from . import options, paths
 
 RUNS, WRITES, READS = ("runs another program", "writes a file the line does not name",
                        "reads a file the line does not name")
@@ -148,17 +148,7 @@ TABLE = (
           "-g/--listed-incremental, --index-file",
           options=("-x", "--extract", "--get", "-g", "--listed-incremental", "--index-file")),
     # -- programs whose job is to run another -----------------------------------------------
-    Entry(("xargs", "sudo", "doas", "su", "timeout", "nice", "nohup", "setsid", "stdbuf",
-           "ionice", "chrt", "taskset", "watch", "flock", "chroot", "unshare", "nsenter",
-           "strace", "ltrace", "time", "busybox", "command", "builtin", "exec", "eval",
-           "source", ".", "trap", "script", "ssh", "parallel", "sh", "bash", "dash", "ash",
-           "ksh", "mksh", "zsh", "fish", "csh", "tcsh", "pkexec", "runuser", "sg",
-           "systemd-run", "firejail", "bwrap", "proot", "fakeroot", "faketime", "valgrind",
-           "gdb", "lldb", "expect", "unbuffer", "rlwrap", "xvfb-run", "at", "batch",
-           "crontab", "setpriv", "prlimit", "numactl", "torsocks", "proxychains",
-           "proxychains4", "sshpass", "run-parts", "chpst", "entr", "hyperfine",
-           "start-stop-daemon", "daemonize", "catchsegv", "perf", "dbus-run-session",
-           "vim", "vi", "nvim", "ex", "view", "vimdiff", "rvim", "emacs", "nano"), RUNS,
+    Entry(options.RUNNERS, RUNS,
           "each program's manual page (xargs(1), sudo(8), timeout(1), watch(1), sh(1), "
           "systemd-run(1), gdb(1) -ex, vim(1) -c/+cmd/:!, emacs(1) --eval …): it runs the "
           "command its operands name", always=True),

@@ -48,6 +48,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..errors import UnreadableCommandLine
+from . import options
 
 ASCII_DIGITS = frozenset("0123456789")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # \Z: "$" would accept a final newline
@@ -525,7 +526,16 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int,
         if name == "eval" and rest:
             script = " ".join(rest)
         elif name in _RUNS_A_SCRIPT and rest:
-            script = _RUNS_A_SCRIPT[name](rest)
+            try:
+                script = _RUNS_A_SCRIPT[name](rest)
+            except options.Unclear as exc:
+                # a program (``sudo su …`` too) whose options cannot be read runs what
+                # no one knows: not read fully; the word as another's operand (``grep
+                # env -r``) is just a word
+                if position == 0 or words[0].rsplit("/", 1)[-1] in options.RUNNERS:
+                    result.nested.append(CommandLine(unreadable=str(exc)))
+                    return
+                continue
         elif name == "git":
             script = _git_config_commands(rest)
         elif name in POSIX_SHELLS or name in OTHER_SHELLS:
@@ -545,24 +555,6 @@ def _nested_scripts(words: list[str], result: CommandLine, depth: int,
             raise UnreadableCommandLine(f"scripts nested more than {MAX_DEPTH} deep")
         result.nested.append(parse(script, _depth=depth + 1))
         return
-
-
-def _option_value(args: list[str], *names: str) -> str | None:
-    """The value of an option, as getopt reads it: ``-c X``, ``--command=X``, attached
-    (``-cX``) or at the end of a cluster of flags (``-qc X``, ``-iS X``)."""
-    for index, arg in enumerate(args):
-        if arg in names and index + 1 < len(args):
-            return args[index + 1]
-        for name in names:
-            if name.startswith("--") and arg.startswith(name + "="):
-                return arg[len(name) + 1:]
-            if len(name) == 2 and arg[:1] == "-" and arg[1:2] != "-" and name[1] in arg[1:]:
-                value = arg[arg.index(name[1], 1) + 1:]
-                if value:
-                    return value
-                if index + 1 < len(args):
-                    return args[index + 1]
-    return None
 
 
 def _reads_stdin(args: list[str]) -> bool:
@@ -615,24 +607,46 @@ def _git_config_commands(args: list[str]) -> str | None:
     return "\n".join(found) if found else None
 
 
-def _watch_command(args: list[str]) -> str:
+def _script_option(spec) -> "callable":
+    """The script a program runs from its ``-c`` / ``--command`` (any abbreviation it
+    accepts, ``su --comm X``, read by ``options.read``), ``None`` for none."""
+    def script(args: list[str]) -> str | None:
+        found = options.values(options.read(args, spec)[0], "c", "command")
+        return "\n".join(found) if found else None
+    return script
+
+
+def _env_script(args: list[str]) -> str | None:
+    """env(1) -S / --split-string (``--split-s`` too) splits its value into the command."""
+    found = options.values(options.read(args, options.ENV)[0], "S", "split-string")
+    return "\n".join(found) if found else None
+
+
+def _flock_script(args: list[str]) -> str | None:
+    """flock(1) runs ``-c SCRIPT`` given right after its file (the words compared whole)."""
+    operands = options.read(args, options.FLOCK)[1]
+    if len(operands) >= 2 and operands[1] in ("-c", "--command"):
+        if len(operands) < 3:
+            raise options.Unclear("flock -c without its script")
+        return operands[2]
+    return None
+
+
+def _watch_command(args: list[str]) -> str | None:
     """watch(1) joins its operands and runs them with ``sh -c``."""
-    index = 0
-    while index < len(args) and args[index].startswith("-"):
-        index += 2 if args[index] in ("-n", "--interval", "-q", "--equexit") else 1
-    return " ".join(args[index:])
+    return " ".join(options.read(args, options.WATCH)[1]) or None
 
 
 # programs that run a line of shell given as an argument (their manual pages)
 _RUNS_A_SCRIPT = {
     "trap": lambda args: (args[1:2] or [None])[0] if args[0] == "--" else (
         None if args[0] in ("-", "-p", "-l") else args[0]),
-    "su": lambda args: _option_value(args, "-c", "--command"),
-    "runuser": lambda args: _option_value(args, "-c", "--command"),
-    "script": lambda args: _option_value(args, "-c", "--command"),
-    "flock": lambda args: _option_value(args, "-c", "--command"),
+    "su": _script_option(options.SU),
+    "runuser": _script_option(options.RUNUSER),
+    "script": _script_option(options.SCRIPT),
+    "flock": _flock_script,
     "watch": _watch_command,
-    "env": lambda args: _option_value(args, "-S", "--split-string"),
+    "env": _env_script,
 }
 
 
