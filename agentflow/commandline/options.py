@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-class Unclear(Exception):
-    """A word the reader cannot read as the program would; ``str()`` says which."""
+# a word the reader cannot read as the program would; str() says which
+from ..errors import UnreadableCommandLine as Unclear
 
 
 @dataclass(frozen=True)
