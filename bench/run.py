@@ -24,6 +24,7 @@ import loop_only  # noqa: E402
 import memory  # noqa: E402
 import peers  # noqa: E402
 import scale  # noqa: E402
+import secrets_scan  # noqa: E402
 import startup  # noqa: E402
 import stores  # noqa: E402
 import tracing  # noqa: E402
@@ -234,6 +235,13 @@ def main() -> int:
               "extra, with the API and no provider, and with the SDK exporting to nowhere or "
               "to memory; the four take turns in each run. Goal: off ≤ 1.05×, on ≤ 1.3×.", ""]
     lines += tracing.table(tracing.main())
+
+    print("secret values ...", flush=True)
+    lines += ["", "## 13. The workspace's secret values, before each tool result", "",
+              "bench/secrets_scan.py: the `.env` values every result is masked of (SPEC "
+              f"R27), on a workspace of {secrets_scan.PACKAGES * secrets_scan.FILES:,} files; "
+              "the first call of a process and each later one, beside a plain `os.walk`.", ""]
+    lines += secrets_scan.table(secrets_scan.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import time
 
 FILE_CAP = 64_000  # bytes of a secret file read at most
 _DOTENV = re.compile(r"\.env(\..*)?|.*\.env", re.IGNORECASE)  # the files of NAME=value lines
@@ -43,7 +45,8 @@ def line_value(line: str) -> str | None:
 
 
 def secret_values(space) -> list[str]:
-    """The values in the workspace's secret files, longest first.
+    """The values in the workspace's secret files, longest first: those there now and
+    those read before in this process (a renamed file still holds them).
 
     Args:
         space: the ``Workspace`` (its root and ``secret_files``).
@@ -54,20 +57,112 @@ def secret_values(space) -> list[str]:
         path is a secret file; ``.git`` folders are not searched, symlinks not
         followed.
     """
-    found = set()
-    for top, folders, files in os.walk(space.root):
-        folders[:] = [f for f in folders if f != ".git"]
-        for name in files:
-            path = os.path.join(top, name)
-            if not _DOTENV.fullmatch(name) or not space.secret(path) or os.path.islink(path):
-                continue
+    scan = _SCANS.get(space.root)
+    if scan is None:
+        scan = _SCANS[space.root] = Scan(space.root)
+    for path, values in scan.refresh():
+        if space.secret(path):
+            scan.seen.update(values)
+    # A value once read stays masked: a .env renamed to a name no secret file has
+    # (`mv .env notes.txt`) still holds it, and the next result must not carry it.
+    return sorted(scan.seen, key=len, reverse=True)
+
+
+class Scan:
+    """The ``.env``-style files below a folder and their values, read again only where
+    something changed: every tool call asks (a ``.env`` may appear at any time), and
+    walking a workspace with a ``node_modules`` of 50,000 files took 0.45 s a call.
+
+    A folder whose modification time is unchanged has the same entries (creating,
+    removing or renaming an entry sets it), so only its ``stat`` is paid; a file whose
+    time, size and inode are unchanged is not read again. As git does for its index, a
+    time within ``RACY`` seconds of the scan is not trusted (a change in the same tick
+    of a coarse clock would not move it), so such a folder or file is read again next
+    time.
+
+    Args:
+        root: the folder (str).
+    """
+
+    RACY = 2.0  # seconds: the coarsest file-system clock in common use (FAT)
+
+    def __init__(self, root: str):
+        self.root = root
+        self.folders: dict = {}  # path -> (mtime_ns, subfolders, .env-like files)
+        self.files: dict = {}    # path -> ((mtime_ns, size, inode), values)
+        self.seen: set = set()   # every value read from a secret file so far
+
+    def refresh(self) -> list[tuple[str, list[str]]]:
+        """Bring the scan up to date and give each ``.env``-like file with its values.
+
+        Returns:
+            list: ``(path, values)`` pairs: the file's path (str) and its values of 8
+            or more characters (list of str).
+        """
+        now = time.time_ns()
+        folders, files, found = {}, {}, []
+        pending = [self.root]
+        while pending:
+            folder = pending.pop()
             try:
-                with open(path, "rb") as handle:
-                    text = handle.read(FILE_CAP).decode("utf-8", "replace")
+                mark = os.stat(folder).st_mtime_ns  # the root may be a link; no other is
             except OSError:
                 continue
-            for line in text.splitlines():
-                value = line_value(line)
-                if value is not None and len(value) >= 8:
-                    found.add(value)
-    return sorted(found, key=len, reverse=True)
+            known = self.folders.get(folder)
+            if known is None or known[0] != mark:
+                known = (mark, *_entries(folder))
+            if now - mark < self.RACY * 1e9:
+                known = (None, *known[1:])  # too recent to trust: listed again next time
+            folders[folder] = known
+            pending.extend(known[1])
+            for path in known[2]:
+                values = self._values(path, now)
+                if values is not None:
+                    files[path] = values
+                    found.append((path, values[1]))
+        self.folders, self.files = folders, files
+        return found
+
+    def _values(self, path: str, now: int):
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            return None  # a link is not followed: it could point anywhere
+        mark = (info.st_mtime_ns, info.st_size, info.st_ino)
+        known = self.files.get(path)
+        if known is not None and known[0] == mark:
+            return known
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(FILE_CAP).decode("utf-8", "replace")
+        except OSError:
+            return None
+        values = [v for v in map(line_value, text.splitlines()) if v is not None and len(v) >= 8]
+        if now - info.st_mtime_ns < self.RACY * 1e9:
+            mark = None  # written just now: read again next time
+        return mark, values
+
+
+def _entries(folder: str) -> tuple[list[str], list[str]]:
+    """A folder's subfolders (``.git`` left out, links not followed) and its files
+    named like ``.env`` files."""
+    subfolders, files = [], []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git":
+                            subfolders.append(entry.path)
+                    elif _DOTENV.fullmatch(entry.name):
+                        files.append(entry.path)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return subfolders, files
+
+
+_SCANS: dict = {}  # workspace root -> Scan
