@@ -470,12 +470,12 @@ class SessionStore:
         try:
             yield session
         except BaseException:
-            if not binding.conflicted:
+            if binding.writable:
                 with contextlib.suppress(SessionError, OSError):  # the first error wins
                     session.checkpoint()
             raise
         else:
-            if not binding.conflicted:  # a stale session is never written back
+            if binding.writable:  # a stale or half-done session is never written back
                 session.checkpoint()
         finally:
             session._store = None
@@ -617,21 +617,41 @@ class SessionStore:
 
 
 class _Binding:
-    """What ``session.checkpoint()`` writes through while a store has it open."""
+    """What ``session.checkpoint()`` writes through while a store has it open.
+
+    After a write that failed, the session in memory holds what the failed step began
+    (a record consumed, a call marked started) and the store holds the step before it:
+    no later write of this ``open`` may store that half step, the exit save included
+    (SPEC R22 addendum, fourth batch)."""
 
     def __init__(self, store: SessionStore, session_id: str, before: Any):
         self.store, self.session_id = store, session_id
         self.conflicted = False
+        self.failed = False
         self.before = before  # what the store's _write compares against
+
+    @property
+    def writable(self) -> bool:
+        """Whether the session in memory may still be written: no write failed."""
+        return not (self.conflicted or self.failed)
 
     def write(self, session: AgentSession, changed: bool) -> None:
         if self.conflicted:
             raise SessionConflictError(
                 f"session {self.session_id!r} lost a write to another worker earlier in "
                 "this block; it is stale. Load it again from the store.")
+        if self.failed:
+            raise StoreError(
+                f"session {self.session_id!r}: an earlier write of this block failed, so "
+                "the session in memory holds a step the store does not; nothing more is "
+                "saved from it. Open the session again.", store=repr(self.store),
+                retryable=True, saved=False)
         try:
             self.before = self.store.checkpoint(self.session_id, session, self.before,
                                                 changed)
         except SessionConflictError:
             self.conflicted = True
+            raise
+        except BaseException:
+            self.failed = True
             raise

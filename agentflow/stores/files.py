@@ -20,9 +20,9 @@ whether it is the latest one:
 What the file store cannot promise: the mark guards against the session file being put
 back alone. Whoever restores (or deletes) both files together, or copies a session to
 a new path, is not detected; without a ``secret`` anyone who can write the file can
-change anything in it. The mark is written after the session file and not fsynced: a
-power loss can leave it behind the file (never ahead), so a restore of the last
-revisions before the power loss may go unnoticed. The lock is advisory, for processes
+change anything in it. The mark is written after the session file, atomically as the file
+is (temporary file, rename): a crash can leave it behind the file (never ahead), so a
+restore of the last revisions before the crash may go unnoticed. The lock is advisory, for processes
 on one machine; network file systems may not honour it. For workers on many machines,
 use ``PostgresStore``.
 """
@@ -40,7 +40,7 @@ from .base import SessionStore, check_session_id, conflict
 
 _HEAD_REVISION = re.compile(r'\A\{\s*"schema_version":\s*\d+,\s*"revision":\s*(\d+)[,}]')
 _TEMPORARY = ".tmp"  # write_atomically's temporary files, never a session
-_MARK_WIDTH = 20  # digits; the mark is rewritten in place, always the same length
+_MARK_WIDTH = 20  # digits: every mark has one length, whatever the revision
 
 
 class FileStore(SessionStore):
@@ -222,6 +222,8 @@ def _read_mark(path: str) -> int:
             text = handle.read().strip()
     except FileNotFoundError:
         return 0
+    if not text:  # made and never written: an older version killed between the two
+        return 0
     if not text.isdigit():
         raise SessionIntegrityError(f"{path}.rev should hold the session's highest revision, "
                                     f"but holds {text[:40]!r}; restore or delete it")
@@ -229,9 +231,6 @@ def _read_mark(path: str) -> int:
 
 
 def _write_mark(path: str, revision: int) -> None:
-    # In place and always the same length: no rename, no truncation to tear.
-    fd = os.open(path + ".rev", os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, f"{revision:0{_MARK_WIDTH}d}\n".encode("ascii"))
-    finally:
-        os.close(fd)
+    # Written whole and renamed into place, as the session is: a kill between making
+    # the file and writing it cannot leave an empty mark (issue 38).
+    write_atomically(path + ".rev", f"{revision:0{_MARK_WIDTH}d}\n")

@@ -1,0 +1,188 @@
+"""Workers you can leave running (issue 38; SPEC R22 addendum, fourth batch): a failed
+write stores nothing, a damaged session is skipped and reported, a cut-short run is
+listed and continued, the file store's revision mark cannot be torn. Every store kind
+(PostgreSQL in make test-slow); the restart and kill campaigns are in
+tests/test_workers_campaigns.py."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from agentflow import ApprovalRequiredTool, FinishReason, tool
+from agentflow.errors import StoreError
+from agentflow.stores import SessionStore, SQLiteStore, open_store
+from agentflow.stores.answers import ready_responses
+from agentflow.testing.replay import chat_stream
+from agentflow.types import AgentRunOptions
+
+
+class Ledger:
+    """Two approval-gated tools that count their real runs."""
+
+    def __init__(self):
+        self.ran = []
+
+        @tool
+        def transfer(amount: int) -> str:
+            """Send money."""
+            self.ran.append(amount)
+            return f"sent {amount}"
+
+        self.tools = [ApprovalRequiredTool(transfer)]
+
+
+def paused_twice(make_agent, store, ledger, *more, session_id="s"):
+    """A session whose one turn calls transfer twice, both approved in the store
+    (``store.answer``, as the inbox does): what a worker resumes."""
+    agent, _ = make_agent([chat_stream(text="Paying.", tool_calls=[
+        ("c1", "transfer", '{"amount": 120}'), ("c2", "transfer", '{"amount": 130}')]),
+        *more], tools=ledger.tools)
+    with store.open(session_id) as session:
+        updates = list(agent.run("pay both invoices", session))
+    assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+    requests = [u for u in updates if hasattr(u, "approve")]
+    store.answer(session_id, [r.approve("dana") for r in requests])
+    return agent
+
+
+def resume(agent, store, session_id="s"):
+    """What a worker does: open the session, resume it with the recorded answers."""
+    with store.open(session_id) as session:
+        responses = ready_responses(session)
+        return list(agent.run([], session, AgentRunOptions(
+            tool_approval_responses=responses)))
+
+
+def stored(store, session_id="s") -> dict:
+    return store.load(session_id).to_dict()
+
+
+class FailingWrites:
+    """Make the store's next write for which ``when(session)`` holds fail, once: the
+    database refusing one write (a lost connection, a held lock) and then back."""
+
+    def __init__(self, monkeypatch, store, when):
+        real = store.checkpoint
+        self.failed = 0
+
+        def checkpoint(session_id, session, before, changed):
+            if not self.failed and when(session):
+                self.failed += 1
+                raise StoreError(f"{store!r} failed while saving: injected. Nothing was "
+                                 "saved.", store=repr(store), retryable=True, saved=False)
+            return real(session_id, session, before, changed)
+        monkeypatch.setattr(store, "checkpoint", checkpoint)
+
+
+# -- a failed write stores nothing (issue 38, item 4) ---------------------------------------
+
+def test_a_failed_start_record_leaves_the_session_as_it_was(store, make_agent, monkeypatch):
+    """The write that records c1's start fails: the exit save of store.open() stores
+    nothing of the half-done resume, so the next worker runs both approved calls (c1
+    is not 'interrupted', c2 not 'User denied')."""
+    ledger = Ledger()
+    agent = paused_twice(make_agent, store, ledger, chat_stream(text="Paid both."))
+    before = stored(store)
+    with monkeypatch.context() as patch:
+        FailingWrites(patch, store, lambda session: bool(session.running))
+        with pytest.raises(StoreError, match="injected"):
+            resume(agent, store)
+    assert ledger.ran == []
+    assert stored(store) == before
+    updates = resume(agent, store)
+    assert updates[-1].finish_reason is FinishReason.STOP
+    assert ledger.ran == [120, 130]
+    assert [m.content for m in store.load("s").messages][-3:] == ["sent 120", "sent 130",
+                                                                  "Paid both."]
+
+
+def test_a_failed_result_write_is_not_stored_by_a_later_save(store, make_agent, monkeypatch):
+    """c1 ran, but the write of its result failed: the session stays as the start
+    record left it (c1 started, c2 approved and waiting), so the next run answers c1
+    'interrupted' (it may have run) and runs c2, which never started."""
+    ledger = Ledger()
+    agent = paused_twice(make_agent, store, ledger, chat_stream(text="Done."))
+    with monkeypatch.context() as patch:
+        FailingWrites(patch, store, lambda session: session.messages[-1].role.value == "tool")
+        with pytest.raises(StoreError, match="injected"):
+            resume(agent, store)
+    assert ledger.ran == [120]
+    held = store.load("s")
+    assert list(held.running) == ["c1"] and held.messages[-1].role.value == "assistant"
+    assert [r.call_id for r in held.approvals.pending] == ["c2"]
+    resume(agent, store)
+    assert ledger.ran == [120, 130]
+    results = [m.content for m in store.load("s").messages if m.role.value == "tool"]
+    assert results[0].startswith("Error: interrupted") and results[1] == "sent 130"
+
+
+def test_no_write_after_a_failed_one_in_the_same_open(store, make_agent, monkeypatch):
+    """A caller that catches the failed write and goes on saves nothing more of that
+    session: the failed step's half is never stored by a later save."""
+    ledger = Ledger()
+    agent = paused_twice(make_agent, store, ledger)
+    before = stored(store)
+    FailingWrites(monkeypatch, store, lambda session: True)
+    with store.open("s") as session:
+        with pytest.raises(StoreError, match="injected"):
+            list(agent.run([], session, AgentRunOptions(
+                tool_approval_responses=ready_responses(session))))
+        with pytest.raises(StoreError, match="an earlier write of this block failed"):
+            session.checkpoint(changed=True)
+    assert stored(store) == before and ledger.ran == []
+
+
+def test_a_sqlite_write_lock_held_by_another_connection_stores_nothing(tmp_path, make_agent):
+    """No fault injected: another connection holds SQLite's write lock longer than the
+    store waits. The resume fails before c1 runs and the session is as it was."""
+    path = tmp_path / "sessions.db"
+    store = SQLiteStore(path, timeout=0.2)
+    ledger = Ledger()
+    agent = paused_twice(make_agent, store, ledger, chat_stream(text="Paid both."))
+    before = stored(store)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="write lock longer than the timeout"):
+            resume(agent, store)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert ledger.ran == [] and stored(store) == before
+    resume(agent, store)
+    assert ledger.ran == [120, 130]
+    store.close()
+
+
+# -- the file store's revision mark (issue 38, item 6) ---------------------------------------
+
+def test_the_revision_mark_is_replaced_whole(tmp_path):
+    """The mark is written as the session is (a temporary file renamed over it), so a
+    kill between making it and writing it leaves the old mark, never an empty one."""
+    import os
+
+    from agentflow import AgentSession, ChatMessage
+    store = open_store(f"file://{tmp_path}")
+    store.save("s", AgentSession(messages=[ChatMessage.user("hi")]))
+    mark = tmp_path / "s.json.rev"
+    first = os.stat(mark).st_ino
+    session = store.load("s")
+    store.save("s", session)
+    assert os.stat(mark).st_ino != first  # renamed into place, not rewritten in it
+    assert mark.read_text() == f"{2:020d}\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_an_empty_mark_an_older_version_left_does_not_make_the_session_unreadable(tmp_path):
+    """2 of 810 jobs: killed between creating the mark and writing it (older versions).
+    The session still loads, lists and takes its next write."""
+    from agentflow import AgentSession, ChatMessage
+    store = open_store(f"file://{tmp_path}")
+    store.save("s", AgentSession(messages=[ChatMessage.user("hi")]))
+    (tmp_path / "s.json.rev").write_text("")
+    session = store.load("s")
+    assert session.revision == 1 and store.pending() == []
+    store.save("s", session)
+    assert store.load("s").revision == 2
