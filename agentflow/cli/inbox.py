@@ -44,7 +44,7 @@ from ..approvals import PendingApproval
 from ..errors import (ApprovalError, SessionConflictError, SessionError, SessionIntegrityError,
                       StoreError)
 from ..redact import mask_url
-from ..stores import PendingEntry, open_store
+from ..stores import PendingEntry, open_store, open_store_waiting
 from ..types import ToolApprovalResponse
 from .inbox_notify import Notifier
 from .inbox_page import PAGE_SIZE, render_entries, render_page
@@ -282,6 +282,9 @@ class Inbox:
             return 409, f"refused: {exc}"
         except StoreError as exc:  # the database is away; it reconnects by itself
             return 503, str(exc)
+        except SessionError as exc:  # this session's rows cannot be read; the rest can
+            return 500, (f"session {session_id!r} cannot be read from the store, so "
+                         f"nothing was recorded: {exc}")
         except ValueError as exc:  # a session id the store cannot keep
             return 400, str(exc)
         with self._changed:
@@ -525,12 +528,19 @@ def inbox_command(store_url: str, bind: str = "127.0.0.1:8765", notify: str | No
 
     Raises:
         ValueError: a bad ``bind`` or store URL.
+        StoreError: the store refuses the inbox (a wrong password, not a database); a
+            store that is down is waited for, saying so on ``out``.
     """
     out = out or sys.stdout
     host, sep, port = bind.rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"--bind {bind!r}: write HOST:PORT, e.g. 127.0.0.1:8765")
     host = host.strip("[]")
+
+    def say(text: str) -> None:
+        out.write(f"agentflow inbox: {text}\n")
+        out.flush()
+    open_store_waiting(store_url, secret, say).close()  # a database not up yet is waited for
     inbox = Inbox(store_url, host, int(port), notify, secret=secret).start()
     if not _loopback(host):
         out.write(f"warning: listening on {host}, not loopback: anyone who can reach it "

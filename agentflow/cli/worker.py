@@ -20,10 +20,12 @@ import os
 import sys
 import time
 
-from ..errors import (ApprovalError, SessionConflictError, SessionIntegrityError,
-                      SessionLockedError)
+from ..errors import (AgentflowError, ApprovalError, SessionConflictError,
+                      SessionIntegrityError, SessionLockedError, StoreError)
 from .errors import UsageError
-from ..stores import open_store
+from ..stores import open_store_waiting
+
+_LONGEST_PAUSE = 5.0  # seconds between a failing store's tries, at most
 from ..stores.answers import ready_responses, refuse_answers
 
 # The chat flags a worker takes (the rest keep chat's defaults: no prompt, no message).
@@ -146,6 +148,7 @@ class Worker:
         self.mine = own_settings(self.chat_args)
         self.reported: dict[str, str] = {}  # session id -> why it was skipped (said once)
         self.resumed = 0
+        self.trouble: str | None = None  # what the store last failed with, said once
 
     def say(self, text: str) -> None:
         """Print one line of the worker's log.
@@ -179,7 +182,47 @@ class Worker:
             except SessionIntegrityError as exc:  # SPEC R27: forged, or another key's
                 self.report(session_id, f"refused: {exc} (an answer, edit or waiting call "
                                         "this store's key did not sign: nothing was run)")
+            except StoreError as exc:  # what the failed step began was not stored
+                self.say(f"{session_id}: the store failed ({exc}); it is tried again at "
+                         "the next look")
+            except AgentflowError as exc:  # this session cannot go on; the others do
+                self.report(session_id, f"{type(exc).__name__}: {exc}")
         return done
+
+    def serve(self, store, once: bool = False, sleep=time.sleep) -> None:
+        """Sweep the store every ``--poll`` seconds until Ctrl-C (or once), through
+        the store's failures: a database restart or a held lock is said once and
+        waited out with growing pauses, never an exit (SPEC R22 addendum, fourth
+        batch).
+
+        Args:
+            store: the open ``SessionStore`` (it reconnects by itself).
+            once: one sweep, then return (``--once``).
+            sleep: the function that waits (seconds); replaceable in tests.
+
+        Raises:
+            StoreError: with ``once``, the sweep failed.
+        """
+        pause = self.args.poll
+        while True:
+            try:
+                self.sweep(store)
+            except StoreError as exc:
+                if once:
+                    raise
+                if self.trouble != str(exc):
+                    self.say(f"the store failed: {exc} (trying again every "
+                             f"{_LONGEST_PAUSE:g} s at most; Ctrl-C stops)")
+                self.trouble = str(exc)
+                pause = min(max(pause, 0.1) * 2, max(_LONGEST_PAUSE, self.args.poll))
+                sleep(pause)
+                continue
+            if self.trouble is not None:
+                self.say("the store answers again")
+                self.trouble, pause = None, self.args.poll
+            if once:
+                return
+            sleep(self.args.poll)
 
     def report(self, session_id: str, problem: str) -> None:
         """Say once why a session is not resumed (again only when the reason changes).
@@ -252,6 +295,10 @@ def worker_command(args, out=None) -> int:
 
     Returns:
         int: the exit status: 0, or 2 for bad usage (a flag, a missing API key).
+
+    Raises:
+        StoreError: the store refuses this worker (a wrong password, not a database),
+            or with ``--once`` it failed; a store that is down is waited for.
     """
     from .servers import mcp_summary, start_mcp_servers
     out = out or sys.stdout
@@ -261,14 +308,13 @@ def worker_command(args, out=None) -> int:
             for server in servers:
                 out.write(mcp_summary(server) + "\n")
             from .store_key import store_secret
-            store = stack.enter_context(open_store(args.store, store_secret(args, "worker")))
+            secret = store_secret(args, "worker")
             worker = Worker(args, servers, out)
+            store = stack.enter_context(open_store_waiting(args.store, secret, worker.say,
+                                                           _LONGEST_PAUSE))
             worker.say(f"serving {_shown_store(args.store)}")
-            while True:
-                worker.sweep(store)
-                if args.once:
-                    return 0
-                time.sleep(args.poll)
+            worker.serve(store, args.once)
+            return 0
     except UsageError as exc:
         print(f"agentflow: {exc}", file=sys.stderr)
         return 2

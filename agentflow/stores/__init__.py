@@ -35,12 +35,15 @@ cannot read is an inbox entry with its ``error``; database failures are ``StoreE
 
 from __future__ import annotations
 
+import time
+
+from ..errors import StoreError
 from .base import PendingEntry, SessionStore
 from .files import FileStore
 from .sql import PostgresStore, SQLiteStore
 
 __all__ = ["SessionStore", "FileStore", "SQLiteStore", "PostgresStore", "PendingEntry",
-           "open_store"]
+           "open_store", "open_store_waiting"]
 
 
 def open_store(url: str, secret: str | bytes | None = None) -> SessionStore:
@@ -72,3 +75,46 @@ def open_store(url: str, secret: str | bytes | None = None) -> SessionStore:
         return FileStore(rest, secret)
     raise ValueError(f"store {url!r}: unknown kind {scheme!r}; agentflow has sqlite, "
                      "postgresql and file stores")
+
+
+def open_store_waiting(url: str, secret: str | bytes | None = None, say=None,
+                       longest: float = 5.0, sleep=time.sleep) -> SessionStore:
+    """``open_store``, waiting for a store that is down (a database restarting, not yet
+    started): what a worker or an inbox started before its database does (SPEC R22
+    addendum, fourth batch).
+
+    Args:
+        url: the store's URL, as for ``open_store``.
+        secret: as for ``open_store``.
+        say: ``say(text)`` is told once that it waits and why (the error, never a
+            password), and once that the store is reachable; ``None``: silent.
+        longest: the longest pause (seconds, float) between tries; they start at 0.2 s
+            and double.
+        sleep: the function that waits (seconds); replaceable in tests.
+
+    Returns:
+        SessionStore: the open store.
+
+    Raises:
+        StoreError: the store failed in a way that waiting cannot mend
+            (``retryable`` false: a wrong password, a file that is not a database).
+        ValueError, FileNotFoundError, ImportError: as ``open_store``: a setting that
+            cannot work.
+    """
+    pause, waited = 0.2, False
+    while True:
+        try:
+            store = open_store(url, secret)
+        except StoreError as exc:
+            if not exc.retryable:
+                raise
+            if not waited and say is not None:
+                say(f"waiting for the store: {exc} (trying again every {longest:g} s at "
+                    "most; Ctrl-C stops)")
+            waited = True
+            sleep(pause)
+            pause = min(pause * 2, longest)
+            continue
+        if waited and say is not None:
+            say("the store is reachable again")
+        return store

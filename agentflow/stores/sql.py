@@ -432,12 +432,16 @@ class PostgresStore(_SQLStore):
                 return self._psycopg.connect(self._dsn, autocommit=True,
                                              connect_timeout=self._timeout)
             except self._psycopg.OperationalError as exc:
-                if time.monotonic() + pause > deadline:
+                refused = _refusal(str(exc))
+                if refused or time.monotonic() + pause > deadline:
                     raise StoreError(
                         f"cannot reach the PostgreSQL store at {self._where}: "
-                        f"{str(exc).strip()}. Check that the server runs and accepts "
-                        "this connection; agentflow retries by itself at the next call.",
-                        store=repr(self), retryable=True) from None
+                        f"{str(exc).strip()}. " + (
+                            f"The server refuses this connection ({refused}): fix the "
+                            "store URL, the role or its password." if refused else
+                            "Check that the server runs and accepts this connection; "
+                            "agentflow retries by itself at the next call."),
+                        store=repr(self), retryable=not refused) from None
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
 
@@ -587,6 +591,17 @@ class _LeaseKeeper:
         with self._mutex, contextlib.suppress(Exception):
             if self._db is not None:
                 self._db.close()
+
+
+# What a server says when waiting for it cannot help (libpq's FATAL messages).
+_REFUSALS = ("password authentication failed", "no password supplied", "does not exist",
+             "no pg_hba.conf entry", "authentication failed", "permission denied")
+
+
+def _refusal(text: str) -> str | None:
+    """Which refusal a connection error is, or ``None`` when the server is merely away
+    (not started, restarting, unreachable): a worker waits for that (issue 38)."""
+    return next((r for r in _REFUSALS if r in text), None)
 
 
 def _saved(saved) -> str:

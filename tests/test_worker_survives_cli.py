@@ -1,0 +1,118 @@
+"""``agentflow worker`` and ``agentflow inbox`` left running (issue 38; SPEC R22
+addendum, fourth batch): a session the store cannot read is reported and skipped, the
+others are served; a store that is down at start is waited for; the inbox answers a
+damaged session with a clear HTTP error."""
+
+from __future__ import annotations
+
+import io
+import sqlite3
+import threading
+
+import pytest
+
+from agentflow.stores import open_store, open_store_waiting
+from agentflow.errors import StoreError
+from agentflow.testing.replay import chat_stream
+from helpers_cli import store_key
+from helpers_inbox import (Client, pause_chat, ran, running_inbox, server, url,  # noqa: F401
+                           worker_once)
+
+ECHO = {"command": "echo ran >> ran.txt"}
+
+
+def approve_all(url, session_ids, secret):
+    with open_store(url, secret) as store:
+        for entry in store.pending():
+            if entry.session_id in session_ids:
+                store.answer(entry.session_id, [entry.record and _approve(entry)])
+
+
+def _approve(entry):
+    from agentflow.types import ToolApprovalResponse
+    return ToolApprovalResponse(entry.call_id, True, digest=entry.digest, approver="dana",
+                                request_id=entry.request_id)
+
+
+def damage(url, session_id, data):
+    """Put ``data`` in place of the session's first message row, as a torn disk or a
+    hand edit would."""
+    with sqlite3.connect(url[len("sqlite:///"):]) as db:
+        db.execute("UPDATE agentflow_session_items SET data = ? WHERE session_id = ? AND "
+                   "kind = 'm' AND position = 0", (data, session_id))
+
+
+@pytest.mark.parametrize("signed,data,problem", [
+    (True, '{"role": "user", "content": "do it twice"}', "SessionIntegrityError"),
+    (False, '{"role": "user", "content": ', "SessionError"),
+    (False, '{"role": "nobody"}', "SessionError"),
+])
+def test_a_worker_skips_a_damaged_session_and_serves_the_others(server, url, tmp_path,
+                                                                 signed, data, problem):
+    """Issue 38, item 5: one damaged row stopped the worker for the whole store, at
+    every restart. Now it is reported (once) and the others are resumed."""
+    flags = () if signed else ("--unsigned",)
+    secret = store_key() if signed else None
+    for session_id in ("t-1", "t-2"):
+        pause_chat(server, url, session_id, [("call_1", "run_command", ECHO)], tmp_path,
+                   *flags)
+    approve_all(url, {"t-1", "t-2"}, secret)
+    damage(url, "t-1", data)
+    server.queue(chat_stream(text="It ran."))
+    log = worker_once(url, server, tmp_path, *flags)
+    assert f"worker: skipped t-1: {problem}" in log or (
+        problem == "SessionIntegrityError" and "worker: skipped t-1: refused:" in log), log
+    assert "worker: resuming t-2 (1 answer)" in log and "worker: t-2: done" in log
+    assert ran(tmp_path) == ["ran"]
+    again = worker_once(url, server, tmp_path, *flags)  # the next start: still serving
+    assert "skipped t-1" in again and "resuming" not in again
+
+
+def test_the_inbox_answers_a_damaged_session_with_an_http_error(server, url, tmp_path):
+    """The inbox gave no HTTP response at all when asked to answer such a session."""
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path, "--unsigned")
+    pause_chat(server, url, "t-2", [("call_1", "run_command", ECHO)], tmp_path, "--unsigned")
+    with running_inbox(url, signed=False) as inbox:
+        client = Client(inbox)
+        client.login()
+        page = client.page()
+        bad, good = client.form("t-1", "call_1", page), client.form("t-2", "call_1", page)
+        damage(url, "t-1", '{"role": "user", "content": ')
+        status, message = client.answer({**bad, "action": "approve"})
+        assert status == 500 and message.startswith(
+            "session 't-1' cannot be read from the store, so nothing was recorded: ")
+        assert client.answer({**good, "action": "approve"})[0] == 200
+
+
+def test_a_store_that_is_down_is_waited_for_and_said_once(tmp_path):
+    """Issue 38, item 2: with the database down at start, the worker and the inbox
+    exited 1 at once. ``open_store_waiting`` tries again, with growing pauses, and
+    says so once; a server that comes up is used."""
+    import socket
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens there: the server is down
+    said, pauses = [], []
+
+    def sleep(seconds):
+        pauses.append(seconds)
+        if len(pauses) == 4:
+            raise KeyboardInterrupt  # the person gives up: Ctrl-C
+    pytest.importorskip("psycopg")
+    with pytest.raises(KeyboardInterrupt):
+        open_store_waiting(f"postgresql://agentflow:s3cret@127.0.0.1:{port}/x", None,
+                           said.append, 5.0, sleep)
+    assert len(said) == 1 and said[0].startswith("waiting for the store: cannot reach the "
+                                                 f"PostgreSQL store at 127.0.0.1:{port}/x")
+    assert "s3cret" not in said[0] and pauses == [0.2, 0.4, 0.8, 1.6]
+
+
+def test_a_setting_that_cannot_work_is_not_waited_for(tmp_path):
+    (tmp_path / "not.db").write_text("not a database, just text " * 100)
+    with pytest.raises(StoreError, match="file is not a database"):
+        open_store_waiting(f"sqlite:///{tmp_path}/not.db", None, print, 5.0,
+                           lambda s: pytest.fail("waited"))
+    with pytest.raises(FileNotFoundError):
+        open_store_waiting(f"sqlite:///{tmp_path}/no/such/folder.db", None, print, 5.0,
+                           lambda s: pytest.fail("waited"))
