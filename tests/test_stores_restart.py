@@ -117,3 +117,54 @@ def test_an_unreachable_server_is_a_store_error_naming_it():
         PostgresStore("postgresql://agentflow:s3cret@127.0.0.1:9/postgres", connect_timeout=1)
     assert caught.value.retryable is True
     assert "s3cret" not in str(caught.value)
+
+
+def test_a_restart_never_hands_a_live_workers_lease_to_one_retrying_open(cluster, make_agent,
+                                                                         tmp_path):
+    """Issue 38, item 3: worker A is inside the approved call; PostgreSQL restarts;
+    worker B retries ``open()`` in a tight loop, as a busy pool does. B's probe holds
+    the advisory lock for a moment, so A's keeper may fail to take it again at once:
+    it tries again, and renews no heartbeat without it, so B never opens the session
+    and never answers A's running call 'interrupted'."""
+    dsn, restart = cluster
+    payments = Payments()
+    with open_store(dsn) as store:
+        pause(make_agent, store, "s", payments)
+    log = tmp_path / "ran.log"
+    with ReplayServer([chat_stream(text="Paid.")]) as a_server:
+        a = worker(dsn, a_server.base_url, log, "--respond", "c1=yes", "--wait-in-tool")
+        try:
+            assert a.stdout.readline().strip() == "in tool", a.communicate()
+            restart()
+            import hashlib
+
+            import psycopg
+            key = int.from_bytes(hashlib.sha256(b"agentflow session s").digest()[:8], "big",
+                                 signed=True)
+            # B's probe holds the lock when A's keeper comes back (it beats every 5 s):
+            # the race, made certain.
+            with psycopg.connect(dsn, autocommit=True) as probe:
+                probe.execute("SELECT pg_advisory_lock(%s)", (key,))
+                time.sleep(6)
+            opened, refused, away = 0, 0, 0
+            with PostgresStore(dsn, reconnect_wait=10) as b:
+                until = time.monotonic() + 8  # past A's next heartbeat
+                while time.monotonic() < until:
+                    try:
+                        with b.open("s"):
+                            opened += 1
+                    except SessionLockedError:
+                        refused += 1
+                    except StoreError:
+                        away += 1
+        finally:
+            a.stdin.write("done\n")
+            a.stdin.flush()
+            out, err = a.communicate(timeout=60)
+    assert opened == 0 and refused > 50, (opened, refused, away)
+    assert out.splitlines()[-1] == "stop", err
+    assert log.read_text() == "transfer 120\n"
+    with open_store(dsn) as store:
+        held = store.load("s")
+    assert held.running == {}
+    assert [m.content for m in held.messages][-2:] == ["sent 120", "Paid."]

@@ -186,3 +186,56 @@ def test_an_empty_mark_an_older_version_left_does_not_make_the_session_unreadabl
     assert session.revision == 1 and store.pending() == []
     store.save("s", session)
     assert store.load("s").revision == 2
+
+
+# -- a commit cut off with its connection (issue 38, item 2; PostgreSQL) --------------------
+
+@pytest.fixture
+def postgres_store(postgres_dsn):
+    import psycopg
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS agentflow_sessions, agentflow_session_items, "
+                           "agentflow_pending_calls, agentflow_leases")
+    from agentflow.stores import PostgresStore
+    store = PostgresStore(postgres_dsn)
+    yield store
+    store.close()
+
+
+def cut_at_commit(monkeypatch, store, after: bool):
+    """The next COMMIT's connection dies: before the server commits (``after`` false:
+    the server rolls the transaction back) or once it has (``after``: the reply is
+    what is lost). The server really ends the backend, through another connection."""
+    import psycopg
+    real, cut = store._execute, []
+
+    def execute(sql, params=()):
+        if sql == "COMMIT" and not cut:
+            cut.append(sql)
+            pid = store._db.info.backend_pid
+            if after:
+                real(sql, params)
+            with psycopg.connect(store._dsn, autocommit=True) as other:
+                other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            return real("SELECT 1" if after else sql, params)  # fails: the backend is gone
+        return real(sql, params)
+    monkeypatch.setattr(store, "_execute", execute)
+    return cut
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [False, True], ids=["rolled-back", "committed"])
+def test_a_commit_cut_off_is_read_back_not_resent_blindly(postgres_store, monkeypatch,
+                                                           after):
+    """Rolled back: the store sees the revision before it and writes again. Committed:
+    it sees its own write and reports it done, without writing it twice."""
+    from agentflow import AgentSession, ChatMessage
+    store = postgres_store
+    session = AgentSession(messages=[ChatMessage.user("hi")])
+    store.save("s", session)
+    session.messages.append(ChatMessage.assistant("hello"))
+    cut = cut_at_commit(monkeypatch, store, after)
+    store.save("s", session)
+    assert cut == ["COMMIT"] and session.revision == 2
+    held = store.load("s")
+    assert held.revision == 2 and [m.content for m in held.messages] == ["hi", "hello"]

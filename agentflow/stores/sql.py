@@ -35,7 +35,11 @@ which the kernel drops when its holder dies; one machine, as SQLite itself.
 PostgreSQL (``psycopg`` 3, the extra ``agentflow-approvals[postgres]``, imported only when a
 ``PostgresStore`` is made) serves workers on many machines. A lost connection (a
 server restart, a failover) is reconnected by the next statement, waiting at most
-``reconnect_wait`` seconds, meanwhile ``StoreError``. Its lease is a row,
+``reconnect_wait`` seconds, meanwhile ``StoreError``; the statement then runs again
+once: a read, a write whose transaction the lost connection rolled back, and a write
+whose COMMIT was cut off only after re-reading the session's head shows it was not
+stored (one that was stored is done; one that cannot be told is a ``StoreError``
+whose ``saved`` is ``"unknown"``). Its lease is a row,
 ``agentflow_leases(id, owner, heartbeat)``, kept by **one background thread** of the
 store on a connection of its own, which also holds a session advisory lock per
 leased session and renews the heartbeats (server clock) every ``lease_ttl / 6``
@@ -49,7 +53,10 @@ seconds. Another worker may take a lease only when
 
 So a server restart under a worker that is still inside a tool does not free its
 session: the keeper reconnects, takes its advisory locks again and renews the
-heartbeat, and meanwhile the heartbeat predates the server's start. A holder whose
+heartbeat, and meanwhile the heartbeat predates the server's start. It renews a
+heartbeat only while it holds that lease's advisory lock: a lock it cannot take again
+at once (another worker's probe holds it for a moment) is tried again every 50 ms,
+so the probe never finds a fresh heartbeat with a free lock (issue 38). A holder whose
 lease was taken after all notices at its next write, which checks the lease row in
 the write's transaction and is refused (``SessionLockedError``). Needs a real session
 per connection: not through a pooler in transaction mode.
@@ -113,8 +120,9 @@ class _SQLStore(SessionStore):
         """The ``StoreError`` for a database error."""
         raise NotImplementedError
 
-    def _attempt(self, work, doing: str, write: bool):
-        """Run ``work()`` (its statements), its database errors as ``StoreError``."""
+    def _attempt(self, work, doing: str, write: bool, landed=None):
+        """Run ``work()`` (its statements), its database errors as ``StoreError``.
+        ``landed()``, for a write, says after a lost commit whether it was stored."""
         try:
             return work()
         except self._errors as exc:
@@ -129,11 +137,9 @@ class _SQLStore(SessionStore):
             with contextlib.suppress(*self._errors):
                 self._execute("ROLLBACK")
             raise
-        self._committing = True
-        try:
-            self._execute("COMMIT")
-        finally:
-            self._committing = False
+        self._committing = True  # left set when the COMMIT fails: its outcome is unknown
+        self._execute("COMMIT")
+        self._committing = False
 
     def _create_schema(self, present) -> None:
         """Create what is missing, in one transaction; nothing (and no lock) when all is
@@ -237,7 +243,8 @@ class _SQLStore(SessionStore):
             return before
         with self._leased(session_id):
             self._attempt(lambda: self._store(session_id, session.revision, change, before),
-                          f"saving session {session_id!r}", True)
+                          f"saving session {session_id!r}", True,
+                          lambda: self._landed(session_id, revision, change.head))
         session.revision = revision
         return change.written
 
@@ -275,6 +282,17 @@ class _SQLStore(SessionStore):
                 self._many(f"INSERT INTO {_PENDING} (session_id, call_id, issued_at, data, "
                            "mac) VALUES (?, ?, ?, ?, ?)",
                            [(session_id, *row) for row in change.pending])
+
+    def _landed(self, session_id: str, revision: int, head: str) -> bool | None:
+        """After a commit whose outcome was lost with the connection: ``True`` when the
+        store holds this write (revision and head), ``False`` when it still holds the
+        revision before it, ``None`` when another write came in between."""
+        row = self._execute(f"SELECT revision, data FROM {_TABLE} WHERE id = ?",
+                            (session_id,)).fetchone()
+        held = row[0] if row else 0
+        if held == revision:
+            return True if row[1] == head else None
+        return False if held == revision - 1 else None
 
     def _check_lease(self, session_id: str) -> None:
         """Refuse a write whose worker no longer holds the session's lease."""
@@ -445,30 +463,37 @@ class PostgresStore(_SQLStore):
                 time.sleep(pause)
                 pause = min(pause * 2, 1.0)
 
-    def _attempt(self, work, doing: str, write: bool):
+    def _attempt(self, work, doing: str, write: bool, landed=None):
+        """Run ``work()``; after a lost connection, reconnect (waiting at most
+        ``reconnect_wait``) and run it again once: a read always, a write whose
+        transaction the lost connection rolled back, and a write whose commit was cut
+        off only once ``landed()`` re-read the session and found it not stored (a
+        stored one is done). Never re-sent blindly (SPEC R22 addendum, fourth batch)."""
         for attempt in (1, 2):
-            self._sent = False
+            self._committing = False
             try:
                 return work()
             except self._errors as exc:
                 lost = self._db.closed or self._db.broken or isinstance(
                     exc, self._psycopg.OperationalError)
-                if lost:
-                    with contextlib.suppress(*self._errors):
-                        self._db.close()
-                    committing, self._committing = self._committing, False
-                    self._db = self._connect(time.monotonic() + self.reconnect_wait)
-                    if attempt == 1 and not (write and (self._sent or committing)):
-                        continue  # nothing reached the server: do it again
-                    saved = "unknown" if committing else False if write else None
-                else:
-                    saved = False if write else None
-                raise self._fail(exc, doing, saved) from exc
-
-    def _execute(self, sql: str, params=()):
-        cursor = super()._execute(sql, params)
-        self._sent = True
-        return cursor
+                if not lost:
+                    raise self._fail(exc, doing, False if write else None) from exc
+                with contextlib.suppress(*self._errors):
+                    self._db.close()
+                committing, self._committing = self._committing, False
+                self._db = self._connect(time.monotonic() + self.reconnect_wait)
+                outcome = False  # a transaction cut off before its COMMIT: rolled back
+                if write and committing:
+                    try:
+                        outcome = landed() if landed is not None else None
+                    except self._errors:
+                        outcome = None
+                if outcome is True:
+                    return None
+                if attempt == 1 and outcome is False:
+                    continue
+                raise self._fail(exc, doing, "unknown" if outcome is None else
+                                 False if write else None) from exc
 
     def _fail(self, exc, doing, saved):
         retryable = isinstance(exc, self._psycopg.OperationalError)
@@ -511,12 +536,21 @@ class PostgresStore(_SQLStore):
 
 class _LeaseKeeper:
     """The leases of one ``PostgresStore``: taken, renewed by one background thread
-    and given back on a connection of their own (module docstring)."""
+    and given back on a connection of their own (module docstring).
+
+    A lease's heartbeat is renewed only while this keeper holds its advisory lock, so
+    another worker can take it only once this one is cut off for ``lease_ttl``: after
+    a reconnect the keeper takes its locks again, and one it cannot take at once (a
+    probe of another worker holds it for a moment) is tried again every
+    ``_RETRY`` seconds, never given up while the lease row is this store's."""
+
+    _RETRY = 0.05  # seconds between tries of a lock not yet taken again
 
     def __init__(self, store: PostgresStore):
         self.store = store
         self.held: dict[str, int] = {}  # session id -> advisory lock key
-        self.lost: set[str] = set()
+        self.locked: set[str] = set()  # ids whose advisory lock this connection holds
+        self.lost: set[str] = set()  # ids another worker took (their writes are refused)
         self._mutex = threading.Lock()
         self._db = None
         self._stop = threading.Event()
@@ -526,11 +560,22 @@ class _LeaseKeeper:
         """Run one statement on the keeper's connection (reconnecting, and then taking
         the advisory locks again); the caller holds the mutex."""
         if self._db is None or self._db.closed or self._db.broken:
+            with contextlib.suppress(Exception):
+                if self._db is not None:
+                    self._db.close()
+            self._db = None
+            self.locked.clear()  # the server dropped them with the old connection
             self._db = self.store._connect(time.monotonic() + self.store.reconnect_wait)
-            for session_id, key in list(self.held.items()):
-                if not self._db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-                    self.lost.add(session_id)
+            self._relock()
         return self._db.execute(statement, params)
+
+    def _relock(self) -> None:
+        """Take again the advisory locks of held leases that this connection lacks."""
+        for session_id, key in list(self.held.items()):
+            if session_id in self.locked or session_id in self.lost:
+                continue
+            if self._db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                self.locked.add(session_id)
 
     def acquire(self, session_id: str):
         key = int.from_bytes(hashlib.sha256(b"agentflow session " + session_id.encode(
@@ -554,16 +599,20 @@ class _LeaseKeeper:
                 raise self.store._fail(exc, f"taking the lease of {session_id!r}", False) \
                     from exc
             self.held[session_id] = key
+            self.locked.add(session_id)
             self.lost.discard(session_id)
             self._start()
 
         def release() -> None:
             with self._mutex:
                 self.held.pop(session_id, None)
+                self.lost.discard(session_id)
                 with contextlib.suppress(self.store._errors + (StoreError,)):
                     self._run(f"DELETE FROM {_LEASES} WHERE id = %s AND owner = %s",
                               (session_id, self.store.owner))
-                    self._run("SELECT pg_advisory_unlock(%s)", (key,))
+                    if session_id in self.locked:
+                        self._run("SELECT pg_advisory_unlock(%s)", (key,))
+                self.locked.discard(session_id)
         return release
 
     def _start(self) -> None:
@@ -573,16 +622,38 @@ class _LeaseKeeper:
             self._thread.start()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.store.lease_ttl / 6):
+        wait = self.store.lease_ttl / 6
+        while not self._stop.wait(wait):
             with self._mutex:
+                wait = self.store.lease_ttl / 6
                 if not self.held:
                     continue
                 with contextlib.suppress(self.store._errors + (StoreError,)):
-                    kept = {row[0] for row in self._run(
-                        f"UPDATE {_LEASES} SET heartbeat = EXTRACT(EPOCH FROM "
-                        "clock_timestamp()) WHERE owner = %s AND id = ANY(%s) RETURNING id",
-                        (self.store.owner, list(self.held))).fetchall()}
-                    self.lost |= set(self.held) - kept
+                    self._renew()
+                if set(self.held) - self.locked - self.lost:
+                    wait = self._RETRY  # a lock to take again, or a server to reach
+
+    def _renew(self) -> None:
+        """One beat: take again the locks this connection lacks, renew the heartbeats
+        of the leases it holds, and find the ones another worker took."""
+        self._run("SELECT 1")  # reconnects, and takes the locks again, when it was lost
+        self._relock()
+        waiting = sorted(set(self.held) - self.locked - self.lost)
+        if waiting:  # a lock still not taken again: is its lease row still ours?
+            ours = {row[0] for row in self._run(
+                f"SELECT id FROM {_LEASES} WHERE owner = %s AND id = ANY(%s)",
+                (self.store.owner, waiting)).fetchall()}
+            self.lost |= set(waiting) - ours
+        if not self.locked:
+            return
+        kept = {row[0] for row in self._run(
+            f"UPDATE {_LEASES} SET heartbeat = EXTRACT(EPOCH FROM clock_timestamp()) "
+            "WHERE owner = %s AND id = ANY(%s) RETURNING id",
+            (self.store.owner, sorted(self.locked))).fetchall()}
+        for session_id in self.locked - kept:  # taken by another worker after all
+            self.lost.add(session_id)
+            self.locked.discard(session_id)
+            self._db.execute("SELECT pg_advisory_unlock(%s)", (self.held[session_id],))
 
     def close(self) -> None:
         self._stop.set()
