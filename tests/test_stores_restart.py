@@ -43,41 +43,81 @@ def cluster():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_restart_under_a_worker_inside_a_tool_never_frees_its_call(cluster, make_agent,
-                                                                     tmp_path):
-    """Worker A is inside the approved call when the server restarts. Meanwhile no
-    other worker may open the session (so none answers the call 'interrupted'); A's
-    result is stored once the tool returns, through a new connection."""
+def restarted_inside_a_tool(cluster, make_agent, tmp_path, meanwhile):
+    """Worker A (tests/worker.py) inside the approved ``transfer`` while the server
+    restarts and ``meanwhile(dsn)`` runs; then A's tool returns. Asserts that the
+    call ran once and its result was stored through A's new connection."""
     dsn, restart = cluster
     payments = Payments()
     with open_store(dsn) as store:
-        agent, server = pause(make_agent, store, "s", payments)
+        pause(make_agent, store, "s", payments)
     log = tmp_path / "ran.log"
     with ReplayServer([chat_stream(text="Paid.")]) as a_server:
         a = worker(dsn, a_server.base_url, log, "--respond", "c1=yes", "--wait-in-tool")
         try:
             assert a.stdout.readline().strip() == "in tool", a.communicate()
             restart()
-            refused = 0
-            with PostgresStore(dsn, reconnect_wait=10) as b:
-                for _ in range(6):  # before and after A's lease keeper is back
-                    with pytest.raises(SessionLockedError, match="in use by another worker"):
-                        with b.open("s"):
-                            pass
-                    refused += 1
-                    time.sleep(0.5)
-                assert list(b.load("s").running) == ["c1"]
+            meanwhile(dsn)
         finally:
             a.stdin.write("done\n")
             a.stdin.flush()
             out, err = a.communicate(timeout=60)
-    assert refused == 6
     assert out.splitlines()[-1] == "stop", err
     assert log.read_text() == "transfer 120\n"
     with open_store(dsn) as store:
         held = store.load("s")
     assert held.running == {}
     assert [m.content for m in held.messages][-2:] == ["sent 120", "Paid."]
+
+
+def test_a_restart_under_a_worker_inside_a_tool_never_frees_its_call(cluster, make_agent,
+                                                                     tmp_path):
+    """Worker A is inside the approved call when the server restarts. Meanwhile no
+    other worker may open the session (so none answers the call 'interrupted'); A's
+    result is stored once the tool returns, through a new connection."""
+    def meanwhile(dsn):
+        with PostgresStore(dsn, reconnect_wait=10) as b:
+            for _ in range(6):  # before and after A's lease keeper is back
+                with pytest.raises(SessionLockedError, match="in use by another worker"):
+                    with b.open("s"):
+                        pass
+                time.sleep(0.5)
+            assert list(b.load("s").running) == ["c1"]
+    restarted_inside_a_tool(cluster, make_agent, tmp_path, meanwhile)
+
+
+def test_a_restart_never_hands_a_live_workers_lease_to_one_retrying_open(cluster, make_agent,
+                                                                         tmp_path):
+    """Issue 38, item 3: worker A is inside the approved call; PostgreSQL restarts;
+    worker B retries ``open()`` in a tight loop, as a busy pool does. B's probe holds
+    the advisory lock for a moment, so A's keeper may fail to take it again at once:
+    it tries again, and renews no heartbeat without it, so B never opens the session
+    and never answers A's running call 'interrupted'."""
+    import hashlib
+
+    import psycopg
+    key = int.from_bytes(hashlib.sha256(b"agentflow session s").digest()[:8], "big",
+                         signed=True)
+    counts = {"opened": 0, "refused": 0, "away": 0}
+
+    def meanwhile(dsn):
+        # B's probe holds the lock when A's keeper comes back (it beats every 5 s):
+        # the race, made certain.
+        with psycopg.connect(dsn, autocommit=True) as probe:
+            probe.execute("SELECT pg_advisory_lock(%s)", (key,))
+            time.sleep(6)
+        with PostgresStore(dsn, reconnect_wait=10) as b:
+            until = time.monotonic() + 8  # past A's next heartbeat
+            while time.monotonic() < until:
+                try:
+                    with b.open("s"):
+                        counts["opened"] += 1
+                except SessionLockedError:
+                    counts["refused"] += 1
+                except StoreError:
+                    counts["away"] += 1
+    restarted_inside_a_tool(cluster, make_agent, tmp_path, meanwhile)
+    assert counts["opened"] == 0 and counts["refused"] > 50, counts
 
 
 def test_the_service_answers_again_within_seconds_of_a_restart(cluster, tmp_path):
@@ -118,53 +158,3 @@ def test_an_unreachable_server_is_a_store_error_naming_it():
     assert caught.value.retryable is True
     assert "s3cret" not in str(caught.value)
 
-
-def test_a_restart_never_hands_a_live_workers_lease_to_one_retrying_open(cluster, make_agent,
-                                                                         tmp_path):
-    """Issue 38, item 3: worker A is inside the approved call; PostgreSQL restarts;
-    worker B retries ``open()`` in a tight loop, as a busy pool does. B's probe holds
-    the advisory lock for a moment, so A's keeper may fail to take it again at once:
-    it tries again, and renews no heartbeat without it, so B never opens the session
-    and never answers A's running call 'interrupted'."""
-    dsn, restart = cluster
-    payments = Payments()
-    with open_store(dsn) as store:
-        pause(make_agent, store, "s", payments)
-    log = tmp_path / "ran.log"
-    with ReplayServer([chat_stream(text="Paid.")]) as a_server:
-        a = worker(dsn, a_server.base_url, log, "--respond", "c1=yes", "--wait-in-tool")
-        try:
-            assert a.stdout.readline().strip() == "in tool", a.communicate()
-            restart()
-            import hashlib
-
-            import psycopg
-            key = int.from_bytes(hashlib.sha256(b"agentflow session s").digest()[:8], "big",
-                                 signed=True)
-            # B's probe holds the lock when A's keeper comes back (it beats every 5 s):
-            # the race, made certain.
-            with psycopg.connect(dsn, autocommit=True) as probe:
-                probe.execute("SELECT pg_advisory_lock(%s)", (key,))
-                time.sleep(6)
-            opened, refused, away = 0, 0, 0
-            with PostgresStore(dsn, reconnect_wait=10) as b:
-                until = time.monotonic() + 8  # past A's next heartbeat
-                while time.monotonic() < until:
-                    try:
-                        with b.open("s"):
-                            opened += 1
-                    except SessionLockedError:
-                        refused += 1
-                    except StoreError:
-                        away += 1
-        finally:
-            a.stdin.write("done\n")
-            a.stdin.flush()
-            out, err = a.communicate(timeout=60)
-    assert opened == 0 and refused > 50, (opened, refused, away)
-    assert out.splitlines()[-1] == "stop", err
-    assert log.read_text() == "transfer 120\n"
-    with open_store(dsn) as store:
-        held = store.load("s")
-    assert held.running == {}
-    assert [m.content for m in held.messages][-2:] == ["sent 120", "Paid."]
