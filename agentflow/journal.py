@@ -27,6 +27,11 @@ from typing import Collection, Iterable
 
 from .types import ChatMessage, MessageRole, ToolCall
 
+# The session state key of a run that has begun running calls and has not ended: stored
+# with the first start record, taken out with the run's last turn (SPEC R22 addendum,
+# fourth batch). A session stored with it, and without a pause, was cut short.
+RUN_MARK = "agentflow.run"
+
 
 class Journal:
     """Where one run of the loop writes, in memory (see the module docstring).
@@ -79,7 +84,9 @@ class SessionJournal(Journal):
     after every message but the run's own input (saved with the next write: the model's
     first completed turn, or the end), after each call recorded in ``running``, and
     at each ``records()``; and once more (``checkpoint()``, skipped when nothing
-    changed) before the ``Finish``.
+    changed) before the ``Finish``. From its first start record to its last turn (or
+    its ``finished()``), the session's ``state`` holds ``RUN_MARK``: a session stored
+    with it was cut short, and a worker continues it (SPEC R22 addendum).
 
     Args:
         session: the ``AgentSession`` the run reads and extends.
@@ -105,16 +112,21 @@ class SessionJournal(Journal):
         self.session.messages.append(message)
         if message.role is MessageRole.TOOL:
             self.session.running.pop(message.tool_call_id, None)  # its result is in (R16)
+        elif message.role is MessageRole.ASSISTANT and not message.tool_calls:
+            self.session.state.pop(RUN_MARK, None)  # the run's last turn: it ends here
         if id(message) not in self._given:  # the input is saved with the model's turn
             self.added.append(message)
             self.session.checkpoint(changed=True)
 
     def call_started(self, call: ToolCall) -> None:
-        self.session.running[call.id] = {"tool": call.name, "started_at": time.time()}
+        now = time.time()
+        self.session.running[call.id] = {"tool": call.name, "started_at": now}
+        self.session.state.setdefault(RUN_MARK, {"since": now})
         self.session.checkpoint(changed=True)
 
     def records(self) -> None:
         self.session.checkpoint(changed=True)
 
     def finished(self) -> None:
+        self.session.state.pop(RUN_MARK, None)
         self.session.checkpoint()  # the approval records, input stored at the end

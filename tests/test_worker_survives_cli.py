@@ -116,3 +116,52 @@ def test_a_setting_that_cannot_work_is_not_waited_for(tmp_path):
     with pytest.raises(FileNotFoundError):
         open_store_waiting(f"sqlite:///{tmp_path}/no/such/folder.db", None, print, 5.0,
                            lambda s: pytest.fail("waited"))
+
+
+def cut_short_in_the_tool(url, session_id, secret):
+    """What a worker killed inside ``run_command`` leaves: its start record and the
+    run's mark stored, no result (a real kill: tests/test_workers_campaigns.py)."""
+    from agentflow import ApprovalRequiredTool, ChatClientAgent, OpenAIChatClient, tool
+    from agentflow.stores.answers import ready_responses
+    from agentflow.types import AgentRunOptions
+
+    class Killed(BaseException):
+        pass
+
+    @tool
+    def run_command(command: str) -> str:
+        """Run a command."""
+        raise Killed()
+    agent = ChatClientAgent(OpenAIChatClient(model="m", base_url="http://127.0.0.1:9/v1",
+                                             api_key="sk-test", max_retries=0),
+                            tools=[ApprovalRequiredTool(run_command)])
+    with open_store(url, secret) as store, pytest.raises(Killed):
+        with store.open(session_id) as session:
+            list(agent.run([], session, AgentRunOptions(
+                tool_approval_responses=ready_responses(session))))
+
+
+def test_pending_lists_a_cut_short_session_and_a_worker_continues_it(server, url, tmp_path):
+    """Issue 38, item 1: ``agentflow pending`` said nothing waits and ``agentflow worker
+    --once`` did nothing. Now the session is listed as needing a run (JSON field too)
+    and the worker continues it: the call that may have run is answered 'interrupted'
+    and the model is told."""
+    import json
+
+    from helpers_cli import run_agentflow
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    approve_all(url, {"t-1"}, store_key())
+    cut_short_in_the_tool(url, "t-1", store_key())
+    listed = run_agentflow("pending", "--store", url, cwd=tmp_path).stdout
+    assert "t-1" in listed and "(needs a run: the worker stopped inside it)" in listed
+    [line] = run_agentflow("pending", "--store", url, "--json", cwd=tmp_path).stdout.splitlines()
+    assert json.loads(line)["needs_run"] == "needs a run: the worker stopped inside it"
+    server.queue(chat_stream(text="It may not have run."))
+    log = worker_once(url, server, tmp_path)
+    assert "worker: continuing t-1 (its run was cut short: needs a run: the worker stopped " \
+           "inside it)" in log and "worker: t-1: done" in log
+    assert server.requests[-1].json["messages"][-1]["content"].startswith(
+        "Error: interrupted")
+    assert ran(tmp_path) == []
+    assert "nothing waits" in run_agentflow("pending", "--store", url, cwd=tmp_path).stdout
+    assert "continuing" not in worker_once(url, server, tmp_path)

@@ -33,18 +33,27 @@ class Ledger:
         self.tools = [ApprovalRequiredTool(transfer)]
 
 
-def paused_twice(make_agent, store, ledger, *more, session_id="s"):
-    """A session whose one turn calls transfer twice, both approved in the store
-    (``store.answer``, as the inbox does): what a worker resumes."""
-    agent, _ = make_agent([chat_stream(text="Paying.", tool_calls=[
-        ("c1", "transfer", '{"amount": 120}'), ("c2", "transfer", '{"amount": 130}')]),
-        *more], tools=ledger.tools)
+TWO_CALLS = [("c1", "transfer", '{"amount": 120}'), ("c2", "transfer", '{"amount": 130}')]
+
+
+def paused_twice(make_agent, store, ledger, *more, session_id="s", calls=TWO_CALLS):
+    """A session whose one turn calls transfer twice (or makes ``calls``), every call
+    approved in the store (``store.answer``, as the inbox does): what a worker
+    resumes."""
+    agent, _ = make_agent([chat_stream(text="Paying.", tool_calls=calls), *more],
+                          tools=ledger.tools)
     with store.open(session_id) as session:
         updates = list(agent.run("pay both invoices", session))
     assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
     requests = [u for u in updates if hasattr(u, "approve")]
     store.answer(session_id, [r.approve("dana") for r in requests])
     return agent
+
+
+def _approve(entry):
+    from agentflow.types import ToolApprovalResponse
+    return ToolApprovalResponse(entry.call_id, True, digest=entry.digest,
+                                request_id=entry.request_id, approver="dana")
 
 
 def resume(agent, store, session_id="s"):
@@ -195,7 +204,7 @@ def postgres_store(postgres_dsn):
     import psycopg
     with psycopg.connect(postgres_dsn, autocommit=True) as connection:
         connection.execute("DROP TABLE IF EXISTS agentflow_sessions, agentflow_session_items, "
-                           "agentflow_pending_calls, agentflow_leases")
+                           "agentflow_pending_calls, agentflow_leases, agentflow_ready")
     from agentflow.stores import PostgresStore
     store = PostgresStore(postgres_dsn)
     yield store
@@ -239,3 +248,134 @@ def test_a_commit_cut_off_is_read_back_not_resent_blindly(postgres_store, monkey
     assert cut == ["COMMIT"] and session.revision == 2
     held = store.load("s")
     assert held.revision == 2 and [m.content for m in held.messages] == ["hi", "hello"]
+
+
+# -- no stranded session (issue 38, item 1) -----------------------------------------------
+
+class WorkerKilled(BaseException):
+    """What a SIGKILL leaves, in-process: the run stops where it is, no handler runs
+    (not KeyboardInterrupt, whose result the tool loop stores), and the lease goes
+    with the block. tests/test_workers_campaigns.py kills real workers."""
+
+
+def killing_ledger(when):
+    """``Ledger`` whose transfer is killed when ``when(amount)`` holds, after it ran."""
+    ledger = Ledger()
+    real = ledger.tools[0]
+
+    @tool
+    def transfer(amount: int) -> str:
+        """Send money."""
+        ledger.ran.append(amount)
+        if when(amount):
+            raise WorkerKilled()
+        return f"sent {amount}"
+    ledger.tools = [ApprovalRequiredTool(transfer)]
+    assert real.name == "transfer"
+    return ledger
+
+
+def killed_resume(agent, store):
+    with pytest.raises(WorkerKilled):
+        resume(agent, store)
+
+
+def continue_run(agent, store, session_id="s"):
+    """What a worker does with a cut-short session: run it on, without answers."""
+    with store.open(session_id) as session:
+        return list(agent.run([], session))
+
+
+def test_a_run_cut_short_inside_a_tool_is_listed_and_continued(store, make_agent):
+    """The worker died inside c1 (after its start record). Before: nothing listed it,
+    nothing continued it. Now: listed as needing a run; continued, c1 is answered
+    'interrupted' (it may have run) and the model hears it."""
+    from agentflow.stores.base import CUT_SHORT
+    ledger = killing_ledger(lambda amount: True)
+    paused_twice(make_agent, store, ledger, calls=[("c1", "transfer", '{"amount": 120}')])
+    agent, _ = make_agent([chat_stream(text="It may not have gone through.")],
+                          tools=ledger.tools)
+    killed_resume(agent, store)
+    held = store.load("s")
+    assert list(held.running) == ["c1"] and held.approvals.pending == []
+    [entry] = store.pending()
+    assert (entry.session_id, entry.needs_run, entry.call_id) == ("s", CUT_SHORT, "")
+    assert list(store.answered()) == [] and store.cut_short() == ["s"]
+    updates = continue_run(agent, store)
+    assert updates[-1].finish_reason is FinishReason.STOP
+    assert ledger.ran == [120]  # never twice
+    results = [m.content for m in store.load("s").messages if m.role.value == "tool"]
+    assert len(results) == 1 and results[0].startswith("Error: interrupted")
+    assert store.pending() == [] and store.cut_short() == []
+
+
+def test_a_run_cut_short_between_a_result_and_the_model_goes_on_to_the_model(store,
+                                                                              make_agent):
+    """Both results are stored; the model's next turn failed (the provider went away):
+    the session is listed and its continued run asks the model, running nothing again."""
+    ledger = Ledger()
+    agent = paused_twice(make_agent, store, ledger)
+    agent, server = make_agent([b"not a stream"], tools=ledger.tools)
+    server.status = 500
+    from agentflow.errors import AgentflowError
+    with pytest.raises(AgentflowError):
+        resume(agent, store)
+    assert ledger.ran == [120, 130]
+    assert store.cut_short() == ["s"]
+    agent, _ = make_agent([chat_stream(text="Paid both.")], tools=ledger.tools)
+    continue_run(agent, store)
+    assert ledger.ran == [120, 130]
+    assert store.load("s").messages[-1].content == "Paid both."
+    assert store.cut_short() == [] and store.pending() == []
+
+
+def test_killed_inside_the_first_of_two_approved_calls_the_second_still_runs(store,
+                                                                              make_agent):
+    """c2 never started: its answer is in the session, so the session is listed as
+    answered (not cut short), and the worker's resume runs it (it was approved)."""
+    ledger = killing_ledger(lambda amount: amount == 120 and ledger.ran.count(120) == 1)
+    agent = paused_twice(make_agent, store, ledger, chat_stream(text="One of two."))
+    killed_resume(agent, store)
+    assert list(store.answered()) == ["s"] and store.cut_short() == []
+    resume(agent, store)
+    assert ledger.ran == [120, 130]
+    results = [m.content for m in store.load("s").messages if m.role.value == "tool"]
+    assert results[0].startswith("Error: interrupted") and results[1] == "sent 130"
+
+
+def test_a_run_a_live_worker_holds_is_not_listed(store, store_url, make_agent):
+    """While the holder is alive (inside the tool), the session is not 'cut short':
+    no other worker may continue it."""
+    from test_stores import Payments, approve, pause
+    seen = []
+
+    def look():
+        with open_store(store_url) as other:
+            seen.append((other.cut_short(), [e.needs_run for e in other.pending()]))
+    payments = Payments(inside=look)
+    agent, _ = pause(make_agent, store, "s", payments, chat_stream(text="Paid."))
+    with store.open("s") as session:
+        list(agent.run([], session, approve()))
+    assert seen == [([], [])]
+    assert store.cut_short() == [] and store.pending() == []
+
+
+def test_finished_and_paused_runs_are_not_cut_short(store, make_agent):
+    """The mark goes with the run's last turn: a run that ran tools and ended, one that
+    hit max_rounds after its tools, and one that paused again are not listed."""
+    from agentflow.journal import RUN_MARK
+    ledger = Ledger()
+    agent = paused_twice(make_agent, store, ledger, chat_stream(
+        text="Once more.", tool_calls=[("c3", "transfer", '{"amount": 5}')]))
+    updates = resume(agent, store)
+    assert updates[-1].finish_reason is FinishReason.AWAITING_APPROVAL
+    assert RUN_MARK not in store.load("s").state and store.cut_short() == []
+    agent, _ = make_agent([], tools=ledger.tools)
+    with store.open("s") as session:  # max_rounds=1: the run ends after the results
+        [entry] = store.pending()
+        options = AgentRunOptions(max_rounds=1)
+        updates = list(agent.run([], session, options.with_tool_approval_responses(
+            [_approve(entry)])))
+    assert updates[-1].finish_reason is FinishReason.MAX_ROUNDS
+    assert RUN_MARK not in store.load("s").state and store.cut_short() == []
+    assert store.pending() == [] and ledger.ran == [120, 130, 5]

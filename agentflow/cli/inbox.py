@@ -214,8 +214,9 @@ class Inbox:
                         self._changed.notify_all()
                 keys = {(e.session_id, e.call_id, e.digest) for e in entries}
                 if seen is not None and self.notifier is not None:
-                    for entry in entries:
-                        if (entry.session_id, entry.call_id, entry.digest) not in seen:
+                    for entry in entries:  # a cut-short run waits for a worker, not a person
+                        if entry.needs_run is None and (
+                                entry.session_id, entry.call_id, entry.digest) not in seen:
                             self.notifier.send(entry)
                 seen = keys
             took = time.monotonic() - began

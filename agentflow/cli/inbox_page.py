@@ -112,6 +112,11 @@ def render_entry(entry: PendingEntry, csrf: str) -> str:
                 f'data-key="{entry_key(entry)}" data-state="broken"><header>session '
                 f'<code>{e(entry.session_id)}</code></header><p class="refused">the store '
                 f'cannot read this session: {e(entry.error)}</p></article>')
+    if getattr(entry, "needs_run", None):  # cut short; a worker continues it (issue 38)
+        return (f'<article class="call stopped" id="call-{entry_key(entry)}" '
+                f'data-key="{entry_key(entry)}" data-state="needs-run"><header>session '
+                f'<code>{e(entry.session_id)}</code></header><p>{e(entry.needs_run)}; a '
+                'worker continues it</p></article>')
     arguments = entry.arguments if isinstance(entry.arguments, dict) else None
     parts = [f'<header><span class="tool">{e(entry.tool)}</span>'
              f'<span class="age" data-issued="{entry.issued_at:.3f}">'

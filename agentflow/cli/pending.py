@@ -44,6 +44,7 @@ def pending_command(url: str, as_json: bool = False, out=None, secret=None,
                                   "digest": e.digest, "issued_at": e.issued_at,
                                   "expires_at": e.expires_at, "age": round(e.age, 3),
                                   **({"error": e.error} if e.error else {}),
+                                  **({"needs_run": e.needs_run} if e.needs_run else {}),
                                   **({"answered": who(e.answer)} if _answered(e) else {})})
                       + "\n")
         return 0
@@ -56,6 +57,8 @@ def pending_command(url: str, as_json: bool = False, out=None, secret=None,
             else "(not valid JSON)"
         if e.error:  # a session the store cannot read (SPEC R22 addendum)
             arguments = f"(cannot be read: {e.error})"
+        elif e.needs_run:  # cut short: a worker continues it (fourth batch)
+            arguments = f"({e.needs_run})"
         arguments = safe_text(arguments)
         if len(arguments) > 60:
             arguments = arguments[:59] + "…"
@@ -67,7 +70,8 @@ def pending_command(url: str, as_json: bool = False, out=None, secret=None,
     for row in rows:
         out.write(f"{row[0]:>{widths[0]}}  " + "  ".join(
             f"{cell:<{width}}" for cell, width in zip(row[1:4], widths[1:])) + f"  {row[4]}\n")
-    first = next((e for e in entries if not e.error and not _answered(e)), None)
+    first = next((e for e in entries if not e.error and not e.needs_run
+                  and not _answered(e)), None)
     if first is None:
         return 0
     store_url, had_password = without_password(url)

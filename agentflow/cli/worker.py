@@ -10,6 +10,11 @@ whose approved calls need tools it lacks, saying why once per session. Several
 workers may serve one store: the session's lease lets one resume it, the others skip
 it. A worker whose own checks refuse an answer (an edit its tools' schemas or policies
 refuse, R20) marks it refused, so the inbox asks for a new one.
+
+A worker is left running (SPEC R22 addendum, fourth batch): it continues sessions whose
+run another worker's death cut short (``store.cut_short()``), reports and skips a
+session it cannot read, and waits out the store's failures (a database restart, a
+held lock, a database not up yet when it starts), saying so once each.
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ from ..errors import (AgentflowError, ApprovalError, SessionConflictError,
                       SessionIntegrityError, SessionLockedError, StoreError)
 from .errors import UsageError
 from ..stores import open_store_waiting
+from ..stores.base import CUT_SHORT, readiness
 
 _LONGEST_PAUSE = 5.0  # seconds between a failing store's tries, at most
+_SCAN_EVERY = 60.0  # seconds between looks at every inbox row (for forged ones)
+_LONGEST_RETRY = 300.0  # seconds before a cut-short run that failed is tried again, at most
 from ..stores.answers import ready_responses, refuse_answers
 
 # The chat flags a worker takes (the rest keep chat's defaults: no prompt, no message).
@@ -149,6 +157,8 @@ class Worker:
         self.reported: dict[str, str] = {}  # session id -> why it was skipped (said once)
         self.resumed = 0
         self.trouble: str | None = None  # what the store last failed with, said once
+        self.scanned: float | None = None  # when every inbox row was last looked at
+        self.retry: dict[str, tuple[float, float]] = {}  # id -> (when, pause) after a failure
 
     def say(self, text: str) -> None:
         """Print one line of the worker's log.
@@ -160,21 +170,30 @@ class Worker:
         self.out.flush()
 
     def sweep(self, store) -> int:
-        """Resume every session answered now.
+        """Resume every session answered now, and continue every session whose run
+        was cut short (its worker died inside it) and whose holder is gone (SPEC R22
+        addendum, fourth batch).
 
         Args:
             store: the open ``SessionStore``.
 
         Returns:
-            int: how many sessions this call resumed.
+            int: how many sessions this call resumed or continued.
         """
         done = 0
-        for entry in store.pending():  # SPEC R27: a forged row is never resumed, and said
-            if entry.error is not None:
-                self.report(entry.session_id, f"refused: {entry.error} (nothing was run)")
-        for session_id in list(store.answered()):
+        now = time.monotonic()
+        if self.scanned is None or now - self.scanned >= _SCAN_EVERY:
+            self.scanned = now  # every row, now and then: the polled listings are small
+            for entry in store.pending():  # SPEC R27: a forged row is never resumed, and said
+                if entry.error is not None:
+                    self.report(entry.session_id, f"refused: {entry.error} (nothing was run)")
+        todo = [(i, False) for i in store.answered()]
+        todo += [(i, True) for i in store.cut_short()
+                 if self.retry.get(i, (0.0, 0.0))[0] <= now]
+        for session_id, continuing in todo:
             try:
-                done += self.resume(store, session_id)
+                done += self.resume(store, session_id, continuing)
+                self.retry.pop(session_id, None)
             except SessionLockedError:
                 continue  # another worker has it open: it resumes it
             except SessionConflictError as exc:
@@ -187,6 +206,9 @@ class Worker:
                          "the next look")
             except AgentflowError as exc:  # this session cannot go on; the others do
                 self.report(session_id, f"{type(exc).__name__}: {exc}")
+                if continuing:  # still cut short: tried again later, not at every look
+                    pause = min(self.retry.get(session_id, (0.0, 5.0))[1] * 2, _LONGEST_RETRY)
+                    self.retry[session_id] = (time.monotonic() + pause, pause)
         return done
 
     def serve(self, store, once: bool = False, sleep=time.sleep) -> None:
@@ -235,12 +257,16 @@ class Worker:
             self.reported[session_id] = problem
             self.say(f"skipped {session_id}: {problem}")
 
-    def resume(self, store, session_id: str) -> int:
-        """Resume one answered session, unless it is not this worker's to resume.
+    def resume(self, store, session_id: str, continuing: bool = False) -> int:
+        """Resume one answered session (or continue one whose run was cut short),
+        unless it is not this worker's to resume.
 
         Args:
             store: the open ``SessionStore``.
             session_id: the session's id (str).
+            continuing: the session is one of ``store.cut_short()``: continued
+                without answers (a call that may have run is answered
+                ``interrupted``, R16; a stored result goes on to the model).
 
         Returns:
             int: 1 when it ran, else 0.
@@ -249,9 +275,11 @@ class Worker:
         from .render import Output
         from .settings import SETTINGS
         with store.open(session_id) as session:
-            responses = ready_responses(session)
-            if not responses:
-                return 0  # another worker resumed it first
+            ready = readiness(session)
+            responses = ready_responses(session) if not continuing else []
+            if (ready is None or ready[0] != ("cut short" if continuing else "answered")
+                    or not (continuing or responses)):
+                return 0  # another worker took it up first
             problem = settings_problem(session.state.get(SETTINGS), self.mine)
             chat = None
             if problem is None:
@@ -262,8 +290,9 @@ class Worker:
                     problem = str(exc)
             if chat is not None:
                 lacking = sorted({c.name for c in session.pending_tool_calls
-                                  if c.name not in chat.tools and any(
-                                      r.call_id == c.id and r.approved for r in responses)})
+                                  if c.name not in chat.tools and (any(
+                                      r.call_id == c.id and r.approved for r in responses)
+                                      or continuing and c.id not in session.running)})
                 if lacking:
                     problem = f"its approved calls need tools this worker lacks: " \
                               f"{', '.join(lacking)} (give the --tools or --mcp it ran with)"
@@ -272,8 +301,11 @@ class Worker:
                 return 0
             self.reported.pop(session_id, None)
             self.chat_args.session = session_id
-            self.say(f"resuming {session_id} ({len(responses)} answer"
-                     f"{'s' if len(responses) > 1 else ''})")
+            if continuing:
+                self.say(f"continuing {session_id} (its run was cut short: {CUT_SHORT})")
+            else:
+                self.say(f"resuming {session_id} ({len(responses)} answer"
+                         f"{'s' if len(responses) > 1 else ''})")
             try:
                 status = chat.converse([], responses)
             except ApprovalError as exc:

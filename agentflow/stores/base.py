@@ -64,6 +64,11 @@ class PendingEntry:
             with empty ``call_id``, ``tool`` and ``digest`` (SPEC R22 addendum).
         answer: the ``RecordedAnswer`` an inbox recorded for it (``SessionStore.answer``)
             and no worker has used yet, or ``None``.
+        needs_run: ``None``; for a session whose run was cut short and whose holder
+            is gone (``CUT_SHORT``, ``readiness``), what it needs: the entry then
+            stands for the whole session, with empty ``call_id``, ``tool`` and
+            ``digest``, ``issued_at`` when the run began running calls (SPEC R22
+            addendum, fourth batch).
     """
 
     session_id: str
@@ -72,6 +77,7 @@ class PendingEntry:
     age: float
     error: str | None = None
     answer: RecordedAnswer | None = None
+    needs_run: str | None = None
 
     def __getattr__(self, name: str):
         if name in _RECORD_FIELDS:  # one pause record, not a copy of its fields
@@ -122,6 +128,54 @@ def waiting_since(session: AgentSession) -> float | None:
         ``None`` when nothing waits.
     """
     return min((r.issued_at for r in session.approvals.pending), default=None)
+
+
+CUT_SHORT = "needs a run: the worker stopped inside it"
+
+
+def readiness(session: AgentSession) -> tuple[str, float] | None:
+    """Whether a worker has something to do with a session, without a person (SPEC
+    R4, R22 addendum, fourth batch).
+
+    Args:
+        session: the ``AgentSession`` as stored.
+
+    Returns:
+        tuple | None: ``("answered", since)`` when every waiting call has an answer no
+        worker refused (bound to its record's digest), ``since`` the oldest pause;
+        ``("cut short", since)`` when nothing waits for a person but a run was cut
+        short (its ``RUN_MARK`` stored, or a call started with no result), ``since``
+        when it began running calls; ``None`` otherwise.
+    """
+    from ..journal import RUN_MARK
+    records = session.approvals.pending
+    if records:
+        answers = {a.call_id: a for a in session.approvals.answers if a.refused is None}
+        if all(r.call_id in answers and answers[r.call_id].digest == r.digest
+               for r in records):
+            return "answered", min(r.issued_at for r in records)
+        return None
+    mark = session.state.get(RUN_MARK)
+    if not (session.running or isinstance(mark, dict)):
+        return None
+    times = [r.get("started_at") for r in session.running.values()]
+    times.append(mark.get("since") if isinstance(mark, dict) else None)
+    return "cut short", min((t for t in times if isinstance(t, (int, float))), default=0.0)
+
+
+def cut_short_entry(session_id: str, since: float, now: float) -> PendingEntry:
+    """The inbox entry of a session whose run was cut short (SPEC R22 addendum).
+
+    Args:
+        session_id: the session's id (str).
+        since: when its run began running calls (POSIX seconds).
+        now: the current time (POSIX seconds).
+
+    Returns:
+        PendingEntry: with empty ``call_id``, ``tool`` and ``digest`` and ``needs_run``.
+    """
+    return PendingEntry(session_id, PendingApproval("", "", "", since), None,
+                        max(0.0, now - since), needs_run=CUT_SHORT)
 
 
 def pending_entries(session_id: str, session: AgentSession, now: float) -> list[PendingEntry]:
@@ -494,6 +548,36 @@ class SessionStore:
         finally:
             release()
 
+    def _held(self, session_id: str) -> bool:
+        """Whether a live worker (this store's ``open`` included) holds the session's
+        lease now: taken and given back at once; a lease that cannot be looked at
+        (a read-only folder) counts as not held."""
+        if session_id in self._open:
+            return True
+        try:
+            release = self._acquire(session_id)
+        except (OSError, StoreError):
+            return False
+        if release is None:
+            return True
+        release()
+        return False
+
+    def cut_short(self) -> list[str]:
+        """The ids of the sessions whose run was cut short and whose holder is gone
+        (``readiness``), oldest first: what a worker continues (SPEC R22 addendum,
+        fourth batch). A call that never started runs (it was approved), one that may
+        have run is answered ``interrupted`` (R16), a stored result goes on to the
+        next model turn: ``agent.run([], session)`` does each.
+
+        Returns:
+            list[str]: session ids; a session the store cannot read is left out.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        return [e.session_id for e in self.pending() if e.needs_run is not None]
+
     def _in_use(self, session_id: str, subject: str | None = None,
                 who: str = "another worker") -> SessionLockedError:
         try:
@@ -507,7 +591,8 @@ class SessionStore:
         """Every call that waits for approval, across all sessions, oldest first: the
         data of an approval inbox (SPEC R22), a page at a time (R22 addendum). A
         session the store cannot read is an entry with its ``error``; it never hides
-        the others.
+        the others. A session whose run was cut short, and whose holder is gone, is
+        an entry with ``needs_run`` (fourth batch).
 
         Args:
             now: POSIX seconds the ages are counted to (default: the clock).
@@ -531,8 +616,12 @@ class SessionStore:
             except (SessionError, OSError, ValueError) as exc:
                 entries.append(broken_entry(session_id, exc, 0.0, now))
                 continue
-            if found is not None:
-                entries += pending_entries(session_id, found[0], now)
+            if found is None:
+                continue
+            entries += pending_entries(session_id, found[0], now)
+            ready = readiness(found[0])
+            if ready is not None and ready[0] == "cut short" and not self._held(session_id):
+                entries.append(cut_short_entry(session_id, ready[1], now))
         return page(entries, limit, after)
 
     def answer(self, session_id: str, responses, now: float | None = None,

@@ -5,6 +5,7 @@ addendum, "Stores at scale").
                        updated_at DOUBLE PRECISION, waiting_since DOUBLE PRECISION)
     agentflow_session_items(session_id, kind, position, data, mac)   -- messages, audit
     agentflow_pending_calls(session_id, call_id, issued_at, data, mac)  -- the inbox
+    agentflow_ready(session_id, why, since)  -- what a worker has to do, without a person
 
 A session is a small head row (``data``: everything but its messages and audit
 trail, ``rows.py``), one item row per message and audit record, and one row per call
@@ -14,7 +15,10 @@ n + 1 … WHERE id = ? AND revision = n`` (no row changed: another worker wrote 
 in the same transaction as the items, so a reader sees a session and its revision
 whole. Opening a session is one read (one statement: the head and its items).
 ``pending(limit=, after=)`` pages through the pending-calls table by its index
-(``issued_at, session_id, call_id``) and reads nothing else. Text, not JSONB:
+(``issued_at, session_id, call_id``) and reads nothing else. The ready table holds one
+row per session a worker has to take up (``base.readiness``: every waiting call
+answered, or a run cut short), written in the same transaction as the head, so the
+listings a worker polls (``answered()``, ``cut_short()``) read only those rows. Text, not JSONB:
 PostgreSQL's JSONB refuses the escaped lone surrogates a tool's result may hold.
 
 Sessions written before this layout (the whole session in ``data``, its
@@ -66,6 +70,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import threading
 import time
@@ -76,14 +81,15 @@ from ..codec import encode
 from ..errors import SessionError, SessionLockedError, StoreError
 from ..redact import mask_url
 from . import rows
-from .base import (SHOWN_FIELDS, PendingEntry, SessionStore, broken_entry, conflict, page,
-                   pending_entries)
+from .base import (SHOWN_FIELDS, PendingEntry, SessionStore, broken_entry, conflict,
+                   cut_short_entry, page, pending_entries, readiness)
 from .files import os_lease
 
 _TABLE = "agentflow_sessions"
 _ITEMS = "agentflow_session_items"
 _PENDING = "agentflow_pending_calls"
 _LEASES = "agentflow_leases"
+_READY = "agentflow_ready"
 _SCHEMA = (
     (_TABLE, f"CREATE TABLE IF NOT EXISTS {_TABLE} (id TEXT PRIMARY KEY, revision BIGINT "
              "NOT NULL, data TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
@@ -98,6 +104,10 @@ _SCHEMA = (
                "mac TEXT NOT NULL, PRIMARY KEY (session_id, call_id))"),
     (f"{_PENDING}_order", f"CREATE INDEX IF NOT EXISTS {_PENDING}_order ON {_PENDING} "
                           "(issued_at, session_id, call_id)"),
+    (_READY, f"CREATE TABLE IF NOT EXISTS {_READY} (session_id TEXT PRIMARY KEY, why TEXT "
+             "NOT NULL, since DOUBLE PRECISION NOT NULL)"),
+    (f"{_READY}_order", f"CREATE INDEX IF NOT EXISTS {_READY}_order ON {_READY} "
+                        "(why, since, session_id)"),
 )
 
 
@@ -149,8 +159,35 @@ class _SQLStore(SessionStore):
             return
         with self._transaction():
             self._schema_lock()
+            fill = not present([_READY])
             for _, statement in wanted:
                 self._execute(statement)
+            if fill:
+                self._fill_ready()
+
+    def _fill_ready(self) -> None:
+        """Fill a new ready table from the sessions an older version wrote: answered
+        ones from the inbox rows, cut-short ones from heads with a started call (read
+        once, when the table is made; a worker checks each again when it opens it)."""
+        by_session: dict = {}
+        for session_id, issued_at, text in self._execute(
+                f"SELECT session_id, issued_at, data FROM {_PENDING}").fetchall():
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                data, answer = json.loads(text), None
+                answer = data.get("answer")
+                by_session.setdefault(session_id, []).append((
+                    issued_at, isinstance(answer, dict) and answer.get("refused") is None
+                    and answer.get("digest") == data.get("digest")))
+        ready = [(i, "answered", min(t for t, _ in calls)) for i, calls in by_session.items()
+                 if all(ok for _, ok in calls)]
+        for session_id, text in self._execute(
+                f"SELECT id, data FROM {_TABLE} WHERE data LIKE ?", ('%"running":{"%',)):
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                running = json.loads(text).get("running") or {}
+                if running and session_id not in by_session:
+                    ready.append((session_id, "cut short", min(
+                        float(r.get("started_at", 0.0)) for r in running.values())))
+        self._many(f"INSERT INTO {_READY} (session_id, why, since) VALUES (?, ?, ?)", ready)
 
     def _schema(self):
         return _SCHEMA
@@ -205,7 +242,8 @@ class _SQLStore(SessionStore):
                     self._execute(f"SELECT id, revision, data, waiting_since FROM {_TABLE} "
                                   "WHERE waiting_since IS NOT NULL").fetchall())
         found, legacy = self._attempt(work, "listing the pending calls", False)
-        entries = []
+        entries = [cut_short_entry(session_id, since, now)
+                   for session_id, since in self._ready("cut short")]
         for session_id, call_id, issued_at, text, mac in found:
             try:
                 data = rows.read_pending_row(session_id, text, mac, self.secret)
@@ -229,6 +267,34 @@ class _SQLStore(SessionStore):
             entries += pending_entries(session_id, session, now)
         return page(entries, limit, after)
 
+    def _ready(self, why: str) -> list:
+        """``(session_id, since)`` of the ready rows of one kind, oldest first; the
+        cut-short ones only where no live worker holds the lease."""
+        found = self._attempt(lambda: self._execute(
+            f"SELECT session_id, since FROM {_READY} WHERE why = ? ORDER BY since, "
+            "session_id", (why,)).fetchall(), "listing the sessions to resume", False)
+        if why == "cut short":
+            found = [row for row in found if not self._held(row[0])]
+        return found
+
+    def answered(self):
+        """As ``SessionStore.answered``, reading only the ready table (and the rows an
+        older version wrote whole, by their ``waiting_since`` index)."""
+        ids = [session_id for session_id, _ in self._ready("answered")]
+        legacy = self._attempt(lambda: self._execute(
+            f"SELECT id, revision, data FROM {_TABLE} WHERE waiting_since IS NOT NULL "
+            "ORDER BY waiting_since").fetchall(), "listing the sessions to resume", False)
+        for session_id, revision, text in legacy:
+            with contextlib.suppress(SessionError):
+                ready = readiness(self._decode(session_id, revision, text))
+                if ready is not None and ready[0] == "answered":
+                    ids.append(session_id)
+        yield from ids
+
+    def cut_short(self) -> list[str]:
+        """As ``SessionStore.cut_short``, reading only the ready table."""
+        return [session_id for session_id, _ in self._ready("cut short")]
+
     # -- writing -------------------------------------------------------------------------
 
     def _write(self, session_id, session, before, changed):
@@ -241,14 +307,16 @@ class _SQLStore(SessionStore):
                              self._pending_rows(session_id, session))
         if not changed and rows.unchanged(change, before):
             return before
+        ready = readiness(session)
         with self._leased(session_id):
-            self._attempt(lambda: self._store(session_id, session.revision, change, before),
+            self._attempt(lambda: self._store(session_id, session.revision, change, before,
+                                              ready),
                           f"saving session {session_id!r}", True,
                           lambda: self._landed(session_id, revision, change.head))
         session.revision = revision
         return change.written
 
-    def _store(self, session_id: str, expected: int, change, before) -> None:
+    def _store(self, session_id: str, expected: int, change, before, ready=None) -> None:
         with self._transaction():
             self._check_lease(session_id)
             now = time.time()
@@ -282,6 +350,10 @@ class _SQLStore(SessionStore):
                 self._many(f"INSERT INTO {_PENDING} (session_id, call_id, issued_at, data, "
                            "mac) VALUES (?, ?, ?, ?, ?)",
                            [(session_id, *row) for row in change.pending])
+            self._execute(f"DELETE FROM {_READY} WHERE session_id = ?", (session_id,))
+            if ready is not None:
+                self._execute(f"INSERT INTO {_READY} (session_id, why, since) VALUES "
+                              "(?, ?, ?)", (session_id, *ready))
 
     def _landed(self, session_id: str, revision: int, head: str) -> bool | None:
         """After a commit whose outcome was lost with the connection: ``True`` when the
@@ -301,7 +373,7 @@ class _SQLStore(SessionStore):
         def work():
             with self._transaction():
                 self._execute(f"DELETE FROM {_TABLE} WHERE id = ?", (session_id,))
-                for table in (_ITEMS, _PENDING):
+                for table in (_ITEMS, _PENDING, _READY):
                     self._execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         self._attempt(work, f"deleting session {session_id!r}", True)
 
@@ -519,6 +591,10 @@ class PostgresStore(_SQLStore):
     def _acquire(self, session_id: str):
         return self._keeper.acquire(session_id)
 
+    def _held(self, session_id: str) -> bool:
+        # The advisory lock alone, taken and given back: no lease row is written.
+        return session_id in self._open or self._keeper.busy(session_id)
+
     def _check_lease(self, session_id: str) -> None:
         row = self._execute(f"SELECT owner FROM {_LEASES} WHERE id = ? FOR SHARE",
                             (session_id,)).fetchone()
@@ -577,9 +653,28 @@ class _LeaseKeeper:
             if self._db.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
                 self.locked.add(session_id)
 
+    def busy(self, session_id: str) -> bool:
+        """Whether another connection holds the session's advisory lock (a live
+        holder), or this keeper does.
+
+        Raises:
+            StoreError: the server cannot be reached.
+        """
+        key = _lock_key(session_id)
+        with self._mutex:
+            if session_id in self.held:
+                return True
+            try:
+                if self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
+                    self._run("SELECT pg_advisory_unlock(%s)", (key,))
+                    return False
+                return True
+            except self.store._errors as exc:
+                raise self.store._fail(exc, f"looking at the lease of {session_id!r}",
+                                       None) from exc
+
     def acquire(self, session_id: str):
-        key = int.from_bytes(hashlib.sha256(b"agentflow session " + session_id.encode(
-            "utf-8")).digest()[:8], "big", signed=True)
+        key = _lock_key(session_id)
         with self._mutex:
             try:
                 if not self._run("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
@@ -662,6 +757,12 @@ class _LeaseKeeper:
         with self._mutex, contextlib.suppress(Exception):
             if self._db is not None:
                 self._db.close()
+
+
+def _lock_key(session_id: str) -> int:
+    """The session's advisory lock key (64 bits of SHA-256)."""
+    return int.from_bytes(hashlib.sha256(b"agentflow session " + session_id.encode(
+        "utf-8")).digest()[:8], "big", signed=True)
 
 
 # What a server says when waiting for it cannot help (libpq's FATAL messages).
