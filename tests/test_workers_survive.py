@@ -379,3 +379,74 @@ def test_finished_and_paused_runs_are_not_cut_short(store, make_agent):
     assert updates[-1].finish_reason is FinishReason.MAX_ROUNDS
     assert RUN_MARK not in store.load("s").state and store.cut_short() == []
     assert store.pending() == [] and ledger.ran == [120, 130, 5]
+
+
+# -- SQLite on a read-only file system (issue 38, item 8) -----------------------------------
+
+READ_ONLY_LISTING = """
+import sys
+from agentflow.stores import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+print(store.read_only)
+print([(e.session_id, e.call_id, e.answer is not None) for e in store.pending()])
+print(list(store.answered()), store.cut_short(), len(store.load("s").messages))
+try:
+    store.save("s", store.load("s"))
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+
+
+def test_a_sqlite_store_on_a_read_only_file_system_can_be_listed(tmp_path, make_agent):
+    """It could not even be listed. The folder is bind-mounted read-only in a mount
+    namespace of its own (a real read-only file system, also for root)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    if shutil.which("unshare") is None:
+        pytest.skip("no unshare (util-linux) to mount a read-only file system")
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    store = SQLiteStore(folder / "sessions.db")
+    ledger = Ledger()
+    paused_twice(make_agent, store, ledger)
+    store.close()
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         'mount --bind -o ro "$1" "$1" && exec "$2" -c "$3" "$1/sessions.db"', "sh",
+         str(folder), sys.executable, READ_ONLY_LISTING],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": ""})
+    if "Operation not permitted" in done.stderr or "unshare failed" in done.stderr:
+        if os.environ.get("CI") == "true":
+            pytest.fail(done.stderr)
+        pytest.skip(f"cannot mount a read-only file system here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "mode=ro&immutable=1", "[('s', 'c1', True), ('s', 'c2', True)]", "['s'] [] 2",
+        "StoreError"]
+
+
+def test_a_store_an_older_version_wrote_gets_its_ready_rows(tmp_path, make_agent):
+    """The ready table is new: a database without it is filled once, when the table is
+    made, from the inbox rows (answered sessions) and the heads (cut-short ones)."""
+    path = tmp_path / "sessions.db"
+    store = SQLiteStore(path)
+    ledger = killing_ledger(lambda amount: amount == 7)
+    paused_twice(make_agent, store, ledger, session_id="answered")
+    paused_twice(make_agent, store, ledger, session_id="cut", calls=[
+        ("c1", "transfer", '{"amount": 7}')])
+    agent, _ = make_agent([], tools=ledger.tools)
+    with pytest.raises(WorkerKilled):
+        resume(agent, store, "cut")
+    paused_twice(make_agent, store, ledger, session_id="waiting")
+    store._db.execute("DELETE FROM agentflow_pending_calls WHERE session_id = 'waiting' "
+                      "AND call_id = 'c2'")  # one answer left: still waiting
+    store._db.execute("UPDATE agentflow_pending_calls SET data = replace(data, '\"answer\"', "
+                      "'\"unanswered\"') WHERE session_id = 'waiting'")
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE agentflow_ready")
+    again = SQLiteStore(path)
+    assert list(again.answered()) == ["answered"] and again.cut_short() == ["cut"]
+    again.close()

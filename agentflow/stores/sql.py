@@ -116,6 +116,7 @@ class _SQLStore(SessionStore):
 
     placeholder = "?"
     begin = "BEGIN"
+    _has_ready = True  # the ready table exists (not in a read-only file made before it)
 
     # -- statements, errors ------------------------------------------------------------
 
@@ -270,6 +271,8 @@ class _SQLStore(SessionStore):
     def _ready(self, why: str) -> list:
         """``(session_id, since)`` of the ready rows of one kind, oldest first; the
         cut-short ones only where no live worker holds the lease."""
+        if not self._has_ready:  # a read-only file an older version wrote
+            return []
         found = self._attempt(lambda: self._execute(
             f"SELECT session_id, since FROM {_READY} WHERE why = ? ORDER BY since, "
             "session_id", (why,)).fetchall(), "listing the sessions to resume", False)
@@ -395,6 +398,10 @@ class SQLiteStore(_SQLStore):
             mode survives a crash of the process but may lose the last writes to a
             power loss, and writes faster.
 
+    A file on a read-only file system, or one this process may not write, is opened
+    read-only (``read_only`` says how): listing and loading work, a write is a
+    ``StoreError``.
+
     Raises:
         FileNotFoundError: the folder of ``path`` does not exist.
         StoreError: the file is not a database, or the schema cannot be created.
@@ -416,7 +423,18 @@ class SQLiteStore(_SQLStore):
         if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
             raise ValueError(f"synchronous must be FULL, NORMAL or EXTRA, got {synchronous!r}")
 
+        self.read_only = _read_only(self.path)
+
         def connect():
+            if self.read_only:  # listing works; any write is a StoreError
+                from urllib.parse import quote
+                self._db = sqlite3.connect(f"file:{quote(os.path.abspath(self.path))}?"
+                                           f"{self.read_only}", uri=True, timeout=timeout,
+                                           isolation_level=None)
+                self._has_ready = bool(self._db.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE name = ?", (_READY,)
+                ).fetchone()[0])
+                return
             self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
             # Switching a new file to WAL is refused at once ("database is locked"),
             # without the busy timeout, while another process switches it or makes
@@ -453,6 +471,11 @@ class SQLiteStore(_SQLStore):
                           saved=saved)
 
     def _acquire(self, session_id: str):
+        if self.read_only:
+            raise StoreError(f"{self!r} is opened read-only (its file system, or this "
+                             "process's rights, allow no writes): it can be listed and "
+                             "read, not written. Nothing was saved.", store=repr(self),
+                             saved=False)
         folder = self.path + "-locks"
         os.makedirs(folder, exist_ok=True)
         name = hashlib.sha256(session_id.encode("utf-8")).hexdigest()
@@ -757,6 +780,22 @@ class _LeaseKeeper:
         with self._mutex, contextlib.suppress(Exception):
             if self._db is not None:
                 self._db.close()
+
+
+def _read_only(path: str) -> str:
+    """How to open an SQLite file that cannot be written (URI parameters), or ``""``:
+    on a read-only file system nobody can write it, so it is read as immutable (its
+    WAL index cannot be made there); a file this process may not write is read with
+    ``mode=ro``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "mode=ro&immutable=1" if os.path.exists(path) else ""
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        pass
+    if os.path.exists(path) and not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+        return "mode=ro"
+    return ""
 
 
 def _lock_key(session_id: str) -> int:
