@@ -59,12 +59,12 @@ class Counted:
         self.sizes = []
         real_store, real_swap = sql_stores._SQLStore._store, _Files._swap
 
-        def store(this, session_id, expected, change, before):
+        def store(this, session_id, expected, change, before, *more):
             self.sizes.append(len(change.head) + sum(
                 len(text) + len(mac) for items in change.items.values()
                 for _, text, mac in items) + sum(len(r[2]) + len(r[3])
                                                  for r in change.pending or ()))
-            return real_store(this, session_id, expected, change, before)
+            return real_store(this, session_id, expected, change, before, *more)
 
         def swap(this, session_id, expected, text, waiting):
             self.sizes.append(len(text.encode("utf-8")))
