@@ -1,17 +1,20 @@
 """What the inbox tests share (test_inbox.py over HTTP, test_inbox_browser.py in
 chromium): a store with paused chat sessions, a running inbox, and a standard-library
-HTTP client that keeps the inbox's cookie."""
+HTTP client that holds a page token, as the page's script does."""
 
 from __future__ import annotations
 
 import contextlib
+import html as html_module
 import http.client
+import json
 import re
 from urllib.parse import urlencode
 
 import pytest
 
 from agentflow.cli.inbox import Inbox
+from agentflow.cli.inbox_page import unref
 from agentflow.testing.replay import ReplayServer
 from helpers_cli import calls_reply, run_agentflow, run_chat, store_key
 
@@ -68,19 +71,21 @@ def running_inbox(url: str, host: str = "127.0.0.1", signed: bool = True, **kwar
 
 
 class Client:
-    """Requests to one inbox, with its cookie once ``login`` ran."""
+    """Requests to one inbox, as its page's script makes them: ``login`` opens a link
+    (its one-time code exchanged for the page token), then every request carries the
+    token in its ``Authorization`` header."""
 
     def __init__(self, inbox: Inbox):
         self.inbox = inbox
-        self.cookie: str | None = None
+        self.token: str | None = None
 
     def request(self, method: str, path: str, body: bytes | None = None,
                 headers: dict | None = None):
         """One request; returns ``(status, headers, body text)``."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.inbox.port, timeout=30)
-        sent = {"Host": f"127.0.0.1:{self.inbox.port}"}
-        if self.cookie:
-            sent["Cookie"] = self.cookie
+        connection = http.client.HTTPConnection(self.inbox.host, self.inbox.port, timeout=30)
+        sent = {"Host": self.inbox.origin.split("//", 1)[1]}
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
         sent.update(headers or {})
         try:
             connection.request(method, path, body, sent)
@@ -89,44 +94,48 @@ class Client:
         finally:
             connection.close()
 
-    def login(self) -> None:
-        """Follow the printed link: keep the cookie it sets."""
-        status, headers, _ = self.request("GET", f"/?token={self.inbox.token}")
-        assert status == 303 and headers["Location"] == "/"
-        self.cookie = headers["Set-Cookie"].split(";")[0]
+    def login(self, approver: str | None = None, link: str | None = None) -> dict:
+        """Open a link (default: a new one for ``approver``): keep the page token.
 
-    def page(self, path: str = "/") -> str:
-        """The HTML of a page (status 200 asserted)."""
+        Returns:
+            dict: the login reply.
+        """
+        link = link or self.inbox.invite(approver)
+        code = link.split("#login=", 1)[1]
+        status, _, body = self.request("POST", "/login", headers={
+            "X-Agentflow-Link": code, "Origin": self.inbox.origin})
+        reply = json.loads(body)
+        assert status == 200, reply
+        self.token = reply["token"]
+        return reply
+
+    def page(self, path: str = "/entries") -> str:
+        """The HTML of the list (status 200 asserted)."""
         status, _, body = self.request("GET", path)
         assert status == 200, body
         return body
 
     def form(self, session_id: str, call_id: str, html: str | None = None) -> dict:
-        """The hidden fields of one call's answer form on the page."""
+        """The hidden fields of one call's answer forms on the page."""
         html = html if html is not None else self.page()
-        forms = re.findall(r'<form class="answer".*?</form>', html, re.S)
-        for form in forms:
-            fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"',
-                                     form))
-            if (fields.get("session"), fields.get("call_id")) == (session_id, call_id):
-                import html as html_module
-                return {k: html_module.unescape(v) for k, v in fields.items()}
+        for form in re.findall(r'<form class="answer".*?</form>', html, re.S):
+            fields = {k: html_module.unescape(v) for k, v in re.findall(
+                r'<input type="hidden" name="(\w+)" value="([^"]*)"', form)}
+            if unref(fields.get("ref", "")) == (session_id, call_id):
+                return fields
         raise AssertionError(f"no answer form for {session_id}/{call_id}")
 
-    def answer(self, fields: dict, origin: str | None = "same", accept_json: bool = True):
-        """POST /answer; returns ``(status, message)``."""
-        headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    def answer(self, fields, origin: str | None = "same", path: str = "/answer"):
+        """POST /answer (or ``path``) with the fields (a dict, or pairs); returns
+        ``(status, message)``."""
+        headers = {"Content-Type": "application/x-www-form-urlencoded",
+                   "Accept": "application/json"}
         if origin == "same":
             headers["Origin"] = self.inbox.origin
         elif origin is not None:
             headers["Origin"] = origin
-        if accept_json:
-            headers["Accept"] = "application/json"
-        status, _, body = self.request("POST", "/answer", urlencode(fields).encode(), headers)
-        if accept_json and body.startswith("{"):
-            import json
-            return status, json.loads(body)["message"]
-        return status, body
+        status, _, body = self.request("POST", path, urlencode(fields).encode(), headers)
+        return status, json.loads(body)["message"]
 
 
 def worker_once(url: str, server, cwd, *flags) -> str:

@@ -129,40 +129,65 @@ def test_r22_racing_answers_record_one(make_agent, store_url):
 
 # -- the page's security ------------------------------------------------------------------
 
-def test_every_request_needs_the_token_and_the_link_sets_a_strict_cookie(server, url,
-                                                                        tmp_path):
+def test_every_request_needs_a_page_token_got_once_for_a_link_and_no_cookie(server, url,
+                                                                           tmp_path):
     pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
     with running_inbox(url) as inbox:
         client = Client(inbox)
-        for path in ("/", "/entries", "/events", "/inbox.js", "/inbox.css"):
-            status, _, body = client.request("GET", path)
-            assert (status, body) == (403, "this inbox needs its token: open the link "
-                                           "agentflow inbox printed\n"), path
-        assert client.request("GET", "/?token=" + "x" * 43)[0] == 403
-        client.cookie = f"agentflow_inbox_{inbox.port}=wrong"
-        assert client.request("GET", "/")[0] == 403
-
-        status, headers, _ = client.request("GET", f"/?token={inbox.token}")
-        assert status == 303 and headers["Location"] == "/"  # the token leaves the URL
-        assert headers["Set-Cookie"] == (f"agentflow_inbox_{inbox.port}={inbox.token}; "
-                                         "HttpOnly; SameSite=Strict; Path=/")
-        client.cookie = headers["Set-Cookie"].split(";")[0]
+        # the page itself holds no data: it is the same for everyone
         status, headers, page = client.request("GET", "/")
         assert status == 200 and headers["Content-Security-Policy"] == CSP
         assert "script-src 'self'" in CSP and "unsafe-inline" not in CSP
-        assert headers["X-Frame-Options"] == "DENY"
-        # no inline script or style: the only script is the served file
+        assert headers["X-Frame-Options"] == "DENY" and "Set-Cookie" not in headers
         assert re.findall(r"<script[^>]*>", page) == ['<script src="/inbox.js" defer>']
         assert "<style" not in page and " style=" not in page and "onclick" not in page
+        assert "t-1" not in page and "sessions.db" not in page
+        assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+        for path in ("/entries", "/events", "/version"):
+            status, _, body = client.request("GET", path)
+            assert status == 401 and "this page's access ended" in json.loads(body)["message"]
+        for token in ("wrong", "x" * 43, "tökén", inbox.link.split("=", 1)[1]):
+            status, _, body = client.request("GET", "/entries",
+                                             headers={"Authorization": f"Bearer {token}"})
+            assert status == 401, token  # a non-ASCII token is refused, not a traceback
+        assert client.request("GET", "/entries", headers={
+            "Authorization": "Bearer t\u00f6k\u00e9n".encode().decode("latin-1")})[0] == 401
+        # the link's code is exchanged once, for a token sent in a header only
+        reply = client.login(link=inbox.link)
+        assert reply["approver"] == inbox.approvers[0] and "t-1" in client.page()
+        again = Client(inbox)
+        status, _, body = again.request("POST", "/login", headers={
+            "X-Agentflow-Link": inbox.link.split("=", 1)[1], "Origin": inbox.origin})
+        assert status == 403 and "this link was opened before" in json.loads(body)["message"]
+        assert inbox.link.startswith(f"{inbox.origin}/#login=")  # a fragment: never sent
         assert client.request("GET", "/inbox.js")[1]["Content-Type"].startswith(
             "text/javascript")
-        # another Host (DNS rebinding) is refused even with the cookie
-        status, _, body = client.request("GET", "/", headers={"Host": "evil.example:80"})
-        assert (status, body) == (403, "this inbox answers only on its own address\n")
+        # another Host (DNS rebinding) is refused even with the token
+        status, _, body = client.request("GET", "/entries", headers={"Host": "evil.example:80"})
+        assert status == 403 and json.loads(body)["message"] == ("this inbox answers only on "
+                                                                 "its own address")
+        # a login from another page (Origin) is refused
+        status, _, _ = Client(inbox).request("POST", "/login", headers={
+            "X-Agentflow-Link": inbox.invite().split("=", 1)[1],
+            "Origin": "http://127.0.0.1:1"})
+        assert status == 403
 
 
-def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(server, url,
-                                                                        tmp_path):
+def test_opening_a_link_prints_a_new_one_for_another_browser(url):
+    opened = []
+    with running_inbox(url, signed=False, approvers=["dana", "lee"],
+                       on_login=lambda *args: opened.append(args)) as inbox:
+        assert len(inbox.links) == 2
+        assert Client(inbox).login(link=inbox.links[1])["approver"] == "lee"
+        [(name, new)] = opened
+        assert name == "lee" and new not in inbox.links
+        assert Client(inbox).login(link=new)["approver"] == "lee"
+    with pytest.raises(ValueError, match="1 to 100 characters"):
+        with running_inbox(url, signed=False, approvers=["x" * 101]):
+            pass
+
+
+def test_a_post_from_another_origin_or_without_the_token_is_refused(server, url, tmp_path):
     pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
     with running_inbox(url) as inbox:
         client = Client(inbox)
@@ -170,15 +195,13 @@ def test_a_post_from_another_origin_or_without_the_csrf_token_is_refused(server,
         fields = {**client.form("t-1", "call_1"), "action": "approve"}
         assert client.answer(fields, origin="http://evil.example") == (
             403, "refused: the request does not come from this inbox's page (Origin)")
+        assert client.answer(fields, origin=f"http://127.0.0.1:{inbox.port + 1}")[0] == 403
         assert client.answer(fields, origin=None)[0] == 403
-        assert client.answer({**fields, "csrf": "forged"}) == (
-            403, "refused: the form's CSRF token is missing or wrong; reload the page")
-        assert client.answer({k: v for k, v in fields.items() if k != "csrf"})[0] == 403
         stranger = Client(inbox)  # the right origin and form, but no token
-        assert stranger.answer(fields)[0] == 403
+        assert stranger.answer(fields)[0] == 401
         with open_store(url, store_key()) as store:
             assert store.pending()[0].answer is None  # nothing was recorded
-        assert client.answer(fields) == (200, f"approved by {inbox.approver}; a worker "
+        assert client.answer(fields) == (200, f"approved by {inbox.approvers[0]}; a worker "
                                               "resumes the session")
 
 
@@ -210,7 +233,7 @@ def test_no_secret_reaches_the_page(server, tmp_path):
         client = Client(inbox)
         client.login()
         page = client.page() + client.page("/entries")
-    assert KEY not in page and KEY[:12] not in page and inbox.token not in page
+    assert KEY not in page and KEY[:12] not in page and not inbox.access.holds(page)
 
 
 # -- answering from the page (SPEC R7, R19, R20, R24) -----------------------------------
@@ -219,8 +242,8 @@ def test_approve_then_a_worker_runs_the_call_once(server, url, tmp_path):
     pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
     with running_inbox(url) as inbox:
         client = Client(inbox)
-        client.login()
-        fields = {**client.form("t-1", "call_1"), "action": "approve", "approver": "dana"}
+        client.login("dana")  # the link's name; a name the request sends is ignored
+        fields = {**client.form("t-1", "call_1"), "action": "approve", "approver": "eve"}
         assert client.answer(fields)[0] == 200
         status, message = client.answer(fields)  # a double click
         assert status == 409 and re.fullmatch(
@@ -289,7 +312,7 @@ def test_r19_always_allow_grants_the_rule_for_the_session(server, url, tmp_path)
         assert ">run_command(echo ran &gt;&gt;ran.txt)</textarea>" in page
         fields = {**client.form("t-1", "call_1", page), "action": "always",
                   "rules": "run_command(echo ran >>ran.txt)", "ttl": "3600"}
-        assert client.answer(fields) == (200, f"approved, with a grant by {inbox.approver}"
+        assert client.answer(fields) == (200, f"approved, with a grant by {inbox.approvers[0]}"
                                               "; a worker resumes the session")
     server.queue(chat_stream(text="Once."))
     worker_once(url, server, tmp_path)
@@ -353,7 +376,7 @@ def test_events_announce_a_change(server, url, tmp_path):
         import http.client
         connection = http.client.HTTPConnection("127.0.0.1", inbox.port, timeout=30)
         connection.request("GET", "/events", headers={
-            "Host": f"127.0.0.1:{inbox.port}", "Cookie": client.cookie})
+            "Host": f"127.0.0.1:{inbox.port}", "Authorization": f"Bearer {client.token}"})
         events = connection.getresponse()
         assert events.headers["Content-Type"] == "text/event-stream"
 
@@ -386,7 +409,7 @@ def test_the_list_is_paged_oldest_first(make_agent, tmp_path):
         assert sessions == [f"s{i:03d}" for i in range(inbox_page.PAGE_SIZE)]
         assert f"{inbox_page.PAGE_SIZE + 3} waiting" in first
         after = re.search(r'href="/\?after=([\w-]+)">next page', first).group(1)
-        rest = re.findall(r"session <code>(s\d+)</code>", client.page(f"/?after={after}"))
+        rest = re.findall(r"session <code>(s\d+)</code>", client.page(f"/entries?after={after}"))
         assert rest == [f"s{i:03d}" for i in range(inbox_page.PAGE_SIZE,
                                                    inbox_page.PAGE_SIZE + 3)]
 
@@ -430,7 +453,7 @@ def test_notify_posts_a_small_webhook_when_a_call_starts_waiting(server, url, tm
                 break
             threading.Event().wait(0.01)
         assert inbox.notifier.delivered == 1
-        token = inbox.token
+        access = inbox.access
     first, *_, body = Hook.bodies
     assert len(Hook.bodies) == 3 and first == body
     assert set(body) == {"text", "content", "session_id", "call_id", "tool", "digest",
@@ -439,7 +462,7 @@ def test_notify_posts_a_small_webhook_when_a_call_starts_waiting(server, url, tm
                                                                    "run_command")
     assert body["text"].startswith("agentflow: run_command waits for approval in session "
                                    "t-1: echo ran >> ran.txt — http://127.0.0.1:")
-    assert token not in json.dumps(body) and KEY not in json.dumps(body)
+    assert not access.holds(json.dumps(body)) and KEY not in json.dumps(body)
     err = capsys.readouterr().err
     assert "could not notify 127.0.0.1 of call call_1 (HTTP 500); trying again" in err
     assert "s3cr3t" not in err  # the webhook's path is its secret
@@ -463,13 +486,13 @@ def test_a_wildcard_address_takes_any_host_but_still_the_token_and_origin(server
     with running_inbox(url, host="0.0.0.0") as inbox:
         client = Client(inbox)
         host = {"Host": f"inbox.lan:{inbox.port}"}
-        assert client.request("GET", "/", headers=host)[0] == 403  # no token
+        assert client.request("GET", "/entries", headers=host)[0] == 401  # no token
         client.login()
-        assert client.request("GET", "/", headers=host)[0] == 200
+        assert client.request("GET", "/entries", headers=host)[0] == 200
         fields = {**client.form("t-1", "call_1"), "action": "approve"}
         # the Origin must name the address the request went to
         assert client.answer(fields, origin=f"http://evil.lan:{inbox.port}")[0] == 403
-        status, message = client.answer(fields, origin=f"http://127.0.0.1:{inbox.port}")
+        status, message = client.answer(fields)
         assert status == 200, message
 
 
@@ -520,6 +543,6 @@ def test_r20_the_gate_keeps_what_the_inbox_shows_of_an_mcp_tool():
     assert shown["parameters"] == Remote.parameters
     entry = PendingEntry("s", PendingApproval("c1", "files__write", "d" * 64, 0.0, **shown),
                          {"path": "a.txt"}, 5.0)
-    html = render_entry(entry, "csrf")
+    html = render_entry(entry)
     assert "MCP tool <code>files.write</code>" in html
     assert "path: <code>a.txt</code>" in html

@@ -79,10 +79,13 @@ def eventually(check, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def open_inbox(browser, inbox):
-    page = browser.new_context().new_page()
-    page.goto(inbox.link)
-    assert page.url == inbox.origin + "/"  # the token left the address bar
+def open_inbox(browser, inbox, context=None, link=None, **options):
+    """A page of a new context (or ``context``) that opened a new link (or ``link``),
+    once its list is drawn."""
+    page = (context or browser.new_context(**options)).new_page()
+    page.goto(link or inbox.invite())
+    page.wait_for_selector("#calls")
+    assert page.url == inbox.origin + "/"  # the code left the address bar
     return page
 
 
@@ -112,7 +115,9 @@ def test_a_click_approves_and_the_worker_runs_the_call_once(browser, server, url
         first.get_by_role("button", name="Approve", exact=True).click()
         assert "approved by" in first.locator(".result.ok").inner_text()
         eventually(lambda: ran(tmp_path) == ["ran"], "the worker to run the command")
-        # the page updates live: the resumed call leaves the list
+        # the page updates live, once the pointer leaves the list: the resumed call goes
+        eventually(lambda: page.locator("#notice").is_visible(), "the notice of a change")
+        page.mouse.move(5, 5)
         eventually(lambda: page.locator("article.call").count() == 1, "the live update")
         time.sleep(0.5)
         assert ran(tmp_path) == ["ran"]  # once
@@ -211,7 +216,7 @@ def test_a_post_from_another_origin_or_without_the_token_is_refused(browser, ser
                                                                    tmp_path):
     pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
     with running_inbox(url) as inbox:
-        page = open_inbox(browser, inbox)  # this browser holds the inbox's cookie
+        page = open_inbox(browser, inbox)  # this browser holds a page token
         Attacker.target = inbox.origin
         evil = HTTPServer(("127.0.0.1", 0), Attacker)
         threading.Thread(target=evil.serve_forever, daemon=True).start()
@@ -223,11 +228,12 @@ def test_a_post_from_another_origin_or_without_the_token_is_refused(browser, ser
         finally:
             evil.shutdown()
             evil.server_close()
-        stranger = browser.new_context().new_page()  # no cookie, no token
-        response = stranger.goto(inbox.origin + "/")
-        assert response.status == 403 and "needs its token" in stranger.content()
+        stranger = browser.new_context().new_page()  # no token
+        stranger.goto(inbox.origin + "/")
+        assert "needs its link" in stranger.locator("#ended").inner_text()
+        assert stranger.locator("article.call").count() == 0
         fetched = stranger.evaluate(
             "fetch('/answer', {method: 'POST', body: 'action=approve'}).then(r => r.status)")
-        assert fetched == 403
+        assert fetched == 401
     with open_store(url) as store:
         assert store.pending()[0].answer is None

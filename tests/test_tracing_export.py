@@ -100,9 +100,8 @@ def test_one_trace_from_the_model_call_to_the_answer_to_the_tool_across_processe
         try:
             with running_inbox(url) as inbox:
                 client = Client(inbox)
-                client.login()
-                fields = {**client.form("t-1", "call_1"), "action": "approve",
-                          "approver": "dana"}
+                client.login("dana")  # the approver is the link's (issue 39)
+                fields = {**client.form("t-1", "call_1"), "action": "approve"}
                 assert client.answer(fields)[0] == 200
         finally:
             tracing.use_tracer_provider(None)

@@ -1,9 +1,10 @@
 """``agentflow inbox --store URL``: answer paused calls from a browser (SPEC R22, R24, R25).
 
-A page lists every call waiting across the store, oldest first, a page at a time, and
-updates live (Server-Sent Events); each call can be approved, rejected with a reason
-the model will see, edited (checked against the tool's schema kept with the pending
-record, R20) or approved with a grant (R19). An answer is recorded in the session
+A page lists every call waiting across the store, oldest first, a page at a time (or
+filtered by tool, session or text, grouped by session), and updates live; each call can
+be approved, rejected with a reason the model will see, edited (checked against the
+tool's schema kept with the pending record, R20) or approved with a grant (R19), and
+many can be rejected with one reason. An answer is recorded in the session
 (``SessionStore.answer``) bound to the request shown; a worker (``agentflow worker``,
 or an application's own loop over ``store.answered()``) resumes the session.
 
@@ -12,14 +13,17 @@ Security, since the page can make tools run:
 * it listens on loopback unless ``--bind`` says otherwise, and answers only requests
   whose ``Host`` is the address it listens on (no DNS rebinding; a wildcard address
   such as ``0.0.0.0`` takes any);
-* every request needs the token printed at start: the link carries it once, then an
-  HttpOnly, SameSite=Strict cookie keeps it;
-* a POST also needs an ``Origin`` header naming the address it was sent to (the
-  page's own origin) and the page's CSRF token;
+* every request for data or an answer needs a page token in an ``Authorization``
+  header, got once for a one-time link (``inbox_access``); no cookie, which other
+  servers on the same address would receive. The name an answer records is the
+  link's;
+* a POST also needs an ``Origin`` header naming the address it was sent to;
 * a strict Content-Security-Policy: scripts and styles only from the server's own
   files (no inline script), no frames, no other origin;
-* every text from a model, tool, MCP server or session is escaped (``inbox_page``);
-  no API key or store password is ever sent (the store is shown without its password).
+* every text from a model, tool, MCP server or session is escaped (``inbox_page``),
+  the server's messages too; no API key or store password is ever sent;
+* bounded: request bodies, reasons, rules, grants' lifetimes, a slow client's hold on
+  a thread (``request_timeout``) and the number of requests served at once.
 
 ``--notify URL`` posts a JSON webhook when a call starts waiting (``inbox_notify``).
 """
@@ -28,11 +32,10 @@ from __future__ import annotations
 
 import base64
 import getpass
-import hmac
 import ipaddress
 import json
+import math
 import os
-import secrets
 import socket
 import sys
 import threading
@@ -41,19 +44,56 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..approvals import PendingApproval
+from ..display import safe_text
 from ..errors import (ApprovalError, SessionConflictError, SessionError, SessionIntegrityError,
                       StoreError)
 from ..redact import mask_url
 from ..stores import PendingEntry, open_store, open_store_waiting
 from ..types import ToolApprovalResponse
+from .inbox_access import Access
 from .inbox_notify import Notifier
-from .inbox_page import PAGE_SIZE, render_entries, render_page
+from .inbox_page import PAGE_SIZE, Filters, render_entries, render_shell, unref
 
 _ASSETS = os.path.join(os.path.dirname(__file__), "inbox_assets")
 _TYPES = {"inbox.js": "text/javascript; charset=utf-8", "inbox.css": "text/css; charset=utf-8"}
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
        "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 MAX_BODY = 1 << 20  # bytes of a POST; an edit of arguments fits many times over
+MAX_REASON = 2000  # characters of a rejection reason (the page's field holds as many)
+MAX_RULES = 4000  # characters of an "always allow" answer's rules
+MAX_TTL = 366 * 86400.0  # seconds a grant may last at most; none: the whole session
+MAX_BULK = 1000  # calls one "reject selected" may answer
+MAX_AT_ONCE = 64  # requests served at once; more are closed at once, not queued
+ENDED = ("this page's access ended: the inbox restarted, or its link was never opened "
+         "in this browser; open the link agentflow inbox printed (a new one after a "
+         "restart)")
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per request, at most ``MAX_AT_ONCE`` at once, on IPv4 or IPv6."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler):
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self._slots = threading.BoundedSemaphore(MAX_AT_ONCE)
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # a flood: dropped, not queued behind
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class Inbox:
@@ -62,30 +102,39 @@ class Inbox:
 
     Args:
         store_url: the store (str, as for ``open_store``).
-        host: the address to listen on (str), ``127.0.0.1`` by default.
+        host: the address to listen on (str), ``127.0.0.1`` by default; an IPv6
+            address (``::1``) works too.
         port: the port (int); 0 takes a free one.
         notify: a webhook URL (str) posted to when a call starts waiting, or ``None``.
-        token: the access token (str); default: a new random one.
         poll: seconds (float) between the watcher's looks at the store, at least;
             it waits longer when a look takes long (a large store).
         secret: the store's signing secret, as for ``open_store``.
+        approvers: the names (list of str) to make a link for, one each; default: the
+            user's, ``NAME (inbox)``.
+        on_login: called with ``(approver, new_link)`` when a link is opened (its code
+            is then spent), so that another browser can be given the new one.
+        request_timeout: seconds (float) a client may leave the server waiting for
+            the rest of its request.
+
+    Attributes:
+        links: one link (str) per approver, as printed at start.
     """
 
     def __init__(self, store_url: str, host: str = "127.0.0.1", port: int = 8765,
-                 notify: str | None = None, token: str | None = None, poll: float = 0.5,
-                 secret: str | bytes | None = None):
+                 notify: str | None = None, poll: float = 0.5,
+                 secret: str | bytes | None = None, approvers=None, on_login=None,
+                 request_timeout: float = 5.0):
         self.store_url, self.secret, self.poll = store_url, secret, poll
         open_store(store_url, secret).close()  # a bad URL fails here, not per request
-        self.token = token or secrets.token_urlsafe(32)
-        self.csrf = secrets.token_urlsafe(32)
-        self.approver = f"{_user()} (inbox)"
-        self._watcher_store = None
+        self.access = Access()
+        self.approvers = list(approvers or [f"{_user()} (inbox)"])
+        self.on_login, self.request_timeout = on_login, request_timeout
         self._changed = threading.Condition()
         self.version = 0
         self.total: int | None = None  # calls waiting at the watcher's last look
+        self.tools: list[str] = []  # the tools of the calls waiting then, for the filter
         self.stopping = False
-        self.httpd = ThreadingHTTPServer((host, port), _Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Server((host, port), _Handler)
         self.httpd.inbox = self
         self.host, self.port = self.httpd.server_address[:2]
         self.hosts = _allowed_hosts(host, self.port)  # None: any (a wildcard address)
@@ -93,11 +142,41 @@ class Inbox:
         self.origin = f"http://{_netloc(shown, self.port)}"
         self.notifier = Notifier(notify, self.origin) if notify else None
         self._threads: list[threading.Thread] = []
+        self.links = [self.invite(name) for name in self.approvers]
 
     @property
     def link(self) -> str:
-        """The link to open (str): it carries the token once."""
-        return f"{self.origin}/?token={self.token}"
+        """The first approver's link (str), as printed at start."""
+        return self.links[0]
+
+    def invite(self, approver: str | None = None) -> str:
+        """A new one-time link (SPEC R24: the answers it makes name ``approver``).
+
+        Args:
+            approver: the name (str); default: the first approver's.
+
+        Returns:
+            str: ``http://HOST:PORT/#login=CODE``.
+
+        Raises:
+            ValueError: an empty or too long name.
+        """
+        return f"{self.origin}/#login={self.access.invite(approver or self.approvers[0])}"
+
+    def login(self, code: str) -> tuple[str, str] | None:
+        """Exchange a link's code for a page token (``Access.redeem``); a new link for
+        the same approver goes to ``on_login``.
+
+        Args:
+            code: the code (str).
+
+        Returns:
+            tuple | None: ``(token, approver)``, or ``None`` for a spent or unknown code.
+        """
+        found = self.access.redeem(code)
+        if found is not None and self.on_login is not None:
+            self.on_login(found[1], self.invite(found[1]))
+        return found
 
     def store(self):
         """A store connection for one request, closed after it (SQLite and psycopg
@@ -123,26 +202,40 @@ class Inbox:
         with self.store() as store:
             return store.pending()
 
-    def page(self, after: str | None) -> tuple[list, int, str | None]:
-        """One page of waiting calls after ``after`` (a ``cursor``), read with
-        ``pending(limit=, after=)``.
+    def page(self, after: str | None, filters: "Filters | None" = None
+             ) -> tuple[list, int, str | None]:
+        """One page of waiting calls after ``after`` (a ``cursor``): read with
+        ``pending(limit=, after=)``, or, when ``filters`` choose, from every waiting
+        call filtered (and grouped by session).
 
         Args:
             after: the cursor (str) the page starts after, or ``None`` for the first;
                 a cursor that does not parse gives the first page.
+            filters: the ``Filters`` of the page's address, or ``None``.
 
         Returns:
             tuple: ``(entries, total, next_cursor)``; ``total`` is what the watcher
-            counted at its last look.
+            counted at its last look, or how many calls the filters keep.
         """
         last = uncursor(after) if after else None
-        with self.store() as store:
-            entries = store.pending(limit=PAGE_SIZE + 1, after=last)
-            if self.total is None:
-                self.total = len(store.pending())
+        if filters is not None and filters.active:
+            entries = filters.apply(self.entries())
+            total = len(entries)
+            if last is not None:
+                place = next((i for i, e in enumerate(entries)
+                              if (e.session_id, e.call_id) == (last.session_id, last.call_id)),
+                             None)
+                entries = entries[place + 1:] if place is not None else entries
+            entries = entries[:PAGE_SIZE + 1]
+        else:
+            with self.store() as store:
+                entries = store.pending(limit=PAGE_SIZE + 1, after=last)
+                if self.total is None:
+                    self.total = len(store.pending())
+            total = max(self.total, len(entries[:PAGE_SIZE]))
         more = len(entries) > PAGE_SIZE
         entries = entries[:PAGE_SIZE]
-        return entries, max(self.total, len(entries)), cursor(entries[-1]) if more else None
+        return entries, total, cursor(entries[-1]) if more else None
 
     def start(self) -> "Inbox":
         """Serve in background threads (the server and the watcher).
@@ -204,6 +297,7 @@ class Inbox:
                 entries = None
             if entries is not None:
                 self.total = len(entries)
+                self.tools = sorted({e.tool for e in entries if e.tool})
                 now = [(e.session_id, e.call_id, e.digest,
                         None if e.answer is None else (e.answer.answered_at, e.answer.refused))
                        for e in entries]
@@ -225,29 +319,37 @@ class Inbox:
         if store is not None:
             store.close()
 
-    def answer(self, form: dict) -> tuple[int, str]:
-        """Record one answer from the page's form (SPEC R19, R20, R24).
+    def answer(self, form: dict, approver: str) -> tuple[int, str]:
+        """Record one answer from the page (SPEC R19, R20, R24).
 
         Args:
-            form: the form's fields (dict of str): ``session``, ``call_id``, ``digest``,
-                ``request_id``, ``action`` (``approve``, ``reject``, ``edit``,
-                ``always``), ``reason``, ``arguments`` (JSON), ``rules`` (one a line),
-                ``ttl`` (seconds) and ``approver``.
+            form: the form's fields (dict of str): ``ref`` (the call, ``inbox_page.ref``),
+                ``digest``, ``request_id``, ``action`` (``approve``, ``reject``,
+                ``edit``, ``always``), ``reason`` (at most ``MAX_REASON`` characters),
+                ``arguments`` (JSON), ``rules`` (one a line) and ``ttl`` (seconds, more
+                than 0 and at most ``MAX_TTL``; empty: the whole session).
+            approver: who answers (str): the name of the page token's link, never a
+                field of the form.
 
         Returns:
             tuple: ``(HTTP status, message)``.
         """
         action = form.get("action", "")
-        approver = (form.get("approver") or "").strip()[:100] or self.approver
         common = {"digest": form.get("digest") or None, "approver": approver}
         if form.get("request_id") and "request_id" in ToolApprovalResponse.__dataclass_fields__:
-            common["request_id"] = form["request_id"]  # SPEC R24, once issue 23 lands
-        call_id, session_id = form.get("call_id", ""), form.get("session", "")
+            common["request_id"] = form["request_id"]  # SPEC R24
+        call = unref(form.get("ref", ""))
+        if call is None:
+            return 400, "the form names no call (its 'ref' field); reload the page"
+        session_id, call_id = call
+        reason = form.get("reason") or ""
+        if len(reason) > MAX_REASON:
+            return 400, (f"the reason is {len(reason)} characters; at most {MAX_REASON}. "
+                         "Nothing was recorded")
         if action == "approve":
             response = ToolApprovalResponse(call_id, True, **common)
         elif action == "reject":
-            response = ToolApprovalResponse(call_id, False, form.get("reason") or None,
-                                            **common)
+            response = ToolApprovalResponse(call_id, False, reason.strip() or None, **common)
         elif action == "edit":
             try:
                 arguments = json.loads(form.get("arguments", ""))
@@ -257,22 +359,68 @@ class Inbox:
                 return 400, "the edited arguments must be a JSON object; nothing was recorded"
             response = ToolApprovalResponse(call_id, True, arguments=arguments, **common)
         elif action == "always":
-            rules = [r.strip() for r in form.get("rules", "").splitlines() if r.strip()]
+            rules = form.get("rules", "")
+            if len(rules) > MAX_RULES:
+                return 400, f"the rules are {len(rules)} characters; at most {MAX_RULES}"
+            rules = [r.strip() for r in rules.splitlines() if r.strip()]
             if not rules:
                 return 400, "write the rule to allow (e.g. run_command(git status))"
-            ttl = form.get("ttl") or None
-            try:
-                ttl = float(ttl) if ttl else None
-            except ValueError:
-                return 400, f"ttl {ttl!r} is not a number of seconds"
+            ttl = _ttl(form.get("ttl") or "")
+            if isinstance(ttl, str):
+                return 400, ttl
             from ..types import Grant
             response = ToolApprovalResponse(call_id, True, grant=[Grant(r, ttl) for r in rules],
                                             **common)
         else:
             return 400, f"unknown action {action!r}: approve, reject, edit or always"
+        status, message = self._record(session_id, [response])
+        if status != 200:
+            return status, message
+        verdict = {"approve": "approved", "reject": "rejected", "edit": "approved (edited)",
+                   "always": "approved, with a grant"}[action]
+        return 200, f"{verdict} by {approver}; a worker resumes the session"
+
+    def reject_many(self, form: dict, approver: str) -> tuple[int, str]:
+        """Reject many calls with one reason (the page's "reject selected"); each is
+        recorded on its own, so one that was answered meanwhile refuses only itself.
+        Approving stays one call at a time.
+
+        Args:
+            form: the fields (dict of lists of str): ``ref``, ``digest`` and
+                ``request_id``, one of each per call in the same order, and ``reason``.
+            approver: who answers (str), as for ``answer``.
+
+        Returns:
+            tuple: ``(HTTP status, message)``: 200 when every call was rejected.
+        """
+        refs, digests = form.get("ref", []), form.get("digest", [])
+        requests = form.get("request_id", [""] * len(refs))
+        if not refs or not len(refs) == len(digests) == len(requests):
+            return 400, "select the calls to reject (a ref and a digest for each)"
+        if len(refs) > MAX_BULK:
+            return 400, f"{len(refs)} calls at once; at most {MAX_BULK}"
+        reason = (form.get("reason") or [""])[0]
+        if len(reason) > MAX_REASON:
+            return 400, f"the reason is {len(reason)} characters; at most {MAX_REASON}"
+        done, refused = 0, []
+        for ref, digest, request_id in zip(refs, digests, requests):
+            status, message = self.answer({"ref": ref, "digest": digest, "action": "reject",
+                                           "request_id": request_id, "reason": reason},
+                                          approver)
+            if status == 200:
+                done += 1
+            else:
+                refused.append(message)
+        text = f"rejected {done} of {len(refs)} by {approver}"
+        if refused:
+            text += f"; refused: {'; '.join(refused[:5])}" + (
+                f" (and {len(refused) - 5} more)" if len(refused) > 5 else "")
+        return (200 if not refused else 409), text
+
+    def _record(self, session_id: str, responses: list) -> tuple[int, str]:
         try:
             with self.store() as store:
-                store.answer(session_id, [response])
+                store.answer(session_id, responses)
         except KeyError:
             return 404, f"no session {session_id!r} in the store"
         except ApprovalError as exc:
@@ -291,10 +439,22 @@ class Inbox:
         with self._changed:
             self.version += 1  # the page of whoever answered refreshes at once
             self._changed.notify_all()
-        verdict = {"approve": "approved", "reject": "rejected", "edit": "approved (edited)",
-                   "always": "approved, with a grant"}[action]
-        return 200, f"{verdict} by {approver}; a worker resumes the session"
+        return 200, "recorded"
 
+
+def _ttl(text: str) -> float | None | str:
+    """A grant's lifetime from the form: seconds, ``None`` for the whole session, or
+    what is wrong with it (str)."""
+    if not text.strip():
+        return None
+    try:
+        ttl = float(text)
+    except ValueError:
+        ttl = math.nan
+    if not (math.isfinite(ttl) and 0 < ttl <= MAX_TTL):
+        return (f"ttl {text!r} is not a number of seconds above 0 and at most "
+                f"{MAX_TTL:.0f} (leave it empty for the whole session)")
+    return ttl
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "agentflow-inbox"
@@ -304,84 +464,106 @@ class _Handler(BaseHTTPRequestHandler):
     def inbox(self) -> Inbox:
         return self.server.inbox
 
+    def setup(self) -> None:
+        self.timeout = self.inbox.request_timeout  # a half-sent request frees its thread
+        super().setup()
+
     def log_message(self, *args) -> None:  # the terminal shows the link, not each request
         pass
 
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            self.close_connection = True  # the client went away or stalled
+
     # -- checks ------------------------------------------------------------------------
 
-    def _cookie_name(self) -> str:
-        return f"agentflow_inbox_{self.inbox.port}"
-
-    def _token(self) -> str | None:
-        for part in (self.headers.get("Cookie") or "").split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == self._cookie_name():
-                return value
-        return None
-
-    def _refuse(self) -> bool:
-        """Send 403 and return True when the request may not go on: a Host that is not
-        the server's, or no valid token."""
+    def _own_host(self) -> bool:
+        """Send 403 unless the ``Host`` is the server's (no DNS rebinding)."""
         if self.inbox.hosts is not None and (
                 self.headers.get("Host") or "").lower() not in self.inbox.hosts:
-            self._send(403, "text/plain", b"this inbox answers only on its own address\n")
-            return True
-        query = parse_qs(urlsplit(self.path).query)
-        given = (query.get("token") or [None])[0]
-        if given is not None and hmac.compare_digest(given, self.inbox.token) \
-                and self.command == "GET":
-            # Keep the token in a cookie and take it out of the address bar.
-            self.send_response(303)
-            self.send_header("Location", "/")
-            self.send_header("Set-Cookie", f"{self._cookie_name()}={self.inbox.token}; "
-                                           "HttpOnly; SameSite=Strict; Path=/")
-            self._security_headers()
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return True
-        cookie = self._token()
-        if cookie is None or not hmac.compare_digest(cookie, self.inbox.token):
-            self._send(403, "text/plain", b"this inbox needs its token: open the link "
-                                          b"agentflow inbox printed\n")
-            return True
-        return False
+            self._reply(403, "this inbox answers only on its own address")
+            return False
+        return True
+
+    def _approver(self) -> str | None:
+        """The approver of the request's page token; sends 401 and returns ``None``
+        when there is none (ENDED)."""
+        scheme, _, token = (self.headers.get("Authorization") or "").partition(" ")
+        approver = self.inbox.access.approver(token.strip()) if scheme == "Bearer" else None
+        if approver is None:
+            self._reply(401, ENDED, ended=True)
+        return approver
+
+    def _same_origin(self) -> bool:
+        if self.headers.get("Origin") != f"http://{self.headers.get('Host')}":
+            self._reply(403, "refused: the request does not come from this inbox's page "
+                             "(Origin)")
+            return False
+        return True
 
     # -- routes ------------------------------------------------------------------------
 
     def do_GET(self):
-        if self._refuse():
+        if not self._own_host():
             return
         parts = urlsplit(self.path)
-        query = parse_qs(parts.query)
-        after = (query.get("after") or [None])[0]
-        if parts.path in ("/", "/entries"):
-            try:
-                entries, total, cursor = self.inbox.page(after)
-            except (SessionError, OSError) as exc:
-                return self._send(503, "text/plain", f"cannot read the store: {exc}\n".encode())
-            content = render_entries(entries, self.inbox.csrf, after, total, cursor)
-            if parts.path == "/":
-                content = render_page(content, self.inbox.csrf, mask_url(self.inbox.store_url),
-                                      self.inbox.version, self.inbox.approver)
-            return self._send(200, "text/html; charset=utf-8", content.encode("utf-8"))
-        if parts.path == "/events":
-            return self._events()
-        if parts.path == "/favicon.ico":
-            return self._send(204, "image/x-icon", b"")
         name = parts.path.lstrip("/")
+        if parts.path == "/":  # the page holds no data: its script asks with the token
+            return self._send(200, "text/html; charset=utf-8", render_shell().encode())
         if name in _TYPES:
             with open(os.path.join(_ASSETS, name), "rb") as handle:
                 return self._send(200, _TYPES[name], handle.read())
-        self._send(404, "text/plain", b"no such page\n")
+        if parts.path == "/favicon.ico":
+            return self._send(204, "image/x-icon", b"")
+        if parts.path not in ("/entries", "/events", "/version"):
+            return self._reply(404, "no such page")
+        approver = self._approver()
+        if approver is None:
+            return
+        if parts.path == "/events":
+            return self._events()
+        if parts.path == "/version":
+            return self._reply(200, "live", version=self.inbox.version)
+        query = parse_qs(parts.query)
+        after = (query.get("after") or [None])[0]
+        filters = Filters.of(query)
+        try:
+            entries, total, cursor = self.inbox.page(after, filters)
+        except (SessionError, OSError) as exc:
+            return self._reply(503, f"cannot read the store: {exc}")
+        content = render_entries(entries, after, total, cursor, filters, self.inbox.tools,
+                                 approver, mask_url(self.inbox.store_url), self.inbox.version)
+        self._send(200, "text/html; charset=utf-8", content.encode("utf-8", "surrogatepass"))
 
     def do_POST(self):
-        if self._refuse():
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            raise
+        except Exception as exc:  # never a dropped request: the page shows why
+            self._reply(500, f"the inbox failed on this request ({type(exc).__name__}: "
+                             f"{exc}); nothing was recorded unless the list says so")
+
+    def _post(self) -> None:
+        if not (self._own_host() and self._same_origin()):
             return
-        if self.headers.get("Origin") != f"http://{self.headers.get('Host')}":
-            return self._reply(403, "refused: the request does not come from this inbox's "
-                                    "page (Origin)")
-        if urlsplit(self.path).path != "/answer":
+        path = urlsplit(self.path).path
+        if path == "/login":
+            found = self.inbox.login(self.headers.get("X-Agentflow-Link") or "")
+            if found is None:
+                return self._reply(403, "this link was opened before (each link opens one "
+                                        "browser) or is not this inbox's: use the newest "
+                                        "link agentflow inbox printed", ended=True)
+            token, approver = found
+            return self._reply(200, f"answering as {approver}", token=token,
+                               approver=approver)
+        if path not in ("/answer", "/answer-many"):
             return self._reply(404, "no such page")
+        approver = self._approver()
+        if approver is None:
+            return
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -389,14 +571,12 @@ class _Handler(BaseHTTPRequestHandler):
         if not 0 <= length <= MAX_BODY:
             return self._reply(413, f"the request body must be 0 to {MAX_BODY} bytes")
         try:
-            form = {k: v[0] for k, v in parse_qs(self.rfile.read(length).decode("utf-8"),
-                                                keep_blank_values=True).items()}
+            form = parse_qs(self.rfile.read(length).decode("utf-8"), keep_blank_values=True)
         except UnicodeDecodeError:
             return self._reply(400, "the form is not UTF-8")
-        if not hmac.compare_digest(form.get("csrf", ""), self.inbox.csrf):
-            return self._reply(403, "refused: the form's CSRF token is missing or wrong; "
-                                    "reload the page")
-        self._reply(*self.inbox.answer(form))
+        if path == "/answer-many":
+            return self._reply(*self.inbox.reject_many(form, approver))
+        self._reply(*self.inbox.answer({k: v[0] for k, v in form.items()}, approver))
 
     def _events(self) -> None:
         """Server-Sent Events: ``changed`` with the change counter, at once and at each
@@ -416,23 +596,16 @@ class _Handler(BaseHTTPRequestHandler):
                 else:
                     self.wfile.write(b": keep-alive\n\n")
                 self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
             pass  # the page went away
 
     # -- replies -----------------------------------------------------------------------
 
-    def _reply(self, status: int, message: str) -> None:
-        """JSON for the page's script, plain text for a form posted without it."""
-        if "application/json" in (self.headers.get("Accept") or ""):
-            body = json.dumps({"ok": status == 200, "message": message}).encode()
-            return self._send(status, "application/json", body)
-        if status == 200:
-            self.send_response(303)
-            self.send_header("Location", "/")
-            self._security_headers()
-            self.send_header("Content-Length", "0")
-            return self.end_headers()
-        self._send(status, "text/plain; charset=utf-8", (message + "\n").encode())
+    def _reply(self, status: int, message: str, **fields) -> None:
+        """JSON for the page's script; the message made visible (SPEC R25: it may
+        quote an id holding control or bidirectional characters)."""
+        body = json.dumps({"ok": status == 200, "message": safe_text(message), **fields})
+        self._send(status, "application/json", body.encode())
 
     def _security_headers(self) -> None:
         self.send_header("Content-Security-Policy", CSP)
@@ -448,7 +621,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-
 
 def cursor(entry: PendingEntry) -> str:
     """A page cursor for the URL: the entry's place in the inbox order (SPEC R22).
@@ -513,22 +685,25 @@ def _user() -> str:
 
 
 def inbox_command(store_url: str, bind: str = "127.0.0.1:8765", notify: str | None = None,
-                  out=None, secret=None) -> int:
+                  out=None, secret=None, approvers=None) -> int:
     """``agentflow inbox``: serve the approval inbox until Ctrl-C (SPEC R22, R25).
 
     Args:
         store_url: the store (str, as for ``open_store``).
-        bind: ``HOST:PORT`` to listen on (str); loopback by default.
+        bind: ``HOST:PORT`` to listen on (str); loopback by default; an IPv6 address
+            in brackets (``[::1]:8765``).
         notify: a webhook URL (str) to post to when a call starts waiting, or ``None``.
         out: a text stream for the start message; default ``sys.stdout``.
         secret: the store's key (bytes), or ``None`` for an unsigned store
             (``store_key.store_secret``, SPEC R27).
+        approvers: the names (list of str, ``--approver``) to print a link for, one
+            each; default: the user's.
 
     Returns:
         int: the exit status: 0 after Ctrl-C.
 
     Raises:
-        ValueError: a bad ``bind`` or store URL.
+        ValueError: a bad ``bind``, store URL or approver name.
         StoreError: the store refuses the inbox (a wrong password, not a database); a
             store that is down is waited for, saying so on ``out``.
     """
@@ -542,13 +717,23 @@ def inbox_command(store_url: str, bind: str = "127.0.0.1:8765", notify: str | No
         out.write(f"agentflow inbox: {text}\n")
         out.flush()
     open_store_waiting(store_url, secret, say).close()  # a database not up yet is waited for
-    inbox = Inbox(store_url, host, int(port), notify, secret=secret).start()
+    lock = threading.Lock()
+
+    def opened(approver: str, link: str) -> None:
+        with lock:
+            out.write(f"{safe_text(approver)}'s link was opened; for another browser: "
+                      f"open {link}\n")
+            out.flush()
+    inbox = Inbox(store_url, host, int(port), notify, secret=secret, approvers=approvers,
+                  on_login=opened).start()
     if not _loopback(host):
         out.write(f"warning: listening on {host}, not loopback: anyone who can reach it "
-                  "and has the link's token can approve calls; the traffic is not "
-                  "encrypted\n")
-    out.write(f"agentflow inbox for {mask_url(store_url)}\nopen {inbox.link}\n"
-              "(the token in it is needed for every request; Ctrl-C stops)\n")
+                  "and has a link can approve calls; the traffic is not encrypted\n")
+    out.write(f"agentflow inbox for {mask_url(store_url)}\n")
+    for approver, link in zip(inbox.approvers, inbox.links):
+        out.write(f"{safe_text(approver)}: open {link}\n")
+    out.write("(each link opens the inbox in one browser, once; answers record its "
+              "name; Ctrl-C stops)\n")
     out.flush()
     try:
         while True:

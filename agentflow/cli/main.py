@@ -137,6 +137,9 @@ def _add_store_commands(commands) -> None:
     inbox.add_argument("--notify", metavar="URL",
                        help="post a JSON webhook (a 'text' field, the ids, a link) when a "
                             "call starts waiting")
+    inbox.add_argument("--approver", action="append", metavar="NAME",
+                       help="print a link for NAME, whose answers record that name "
+                            "(repeat for each person; default: your user name)")
     add_store_key_arguments(inbox)
     from .worker import add_arguments as add_worker_arguments
     add_worker_arguments(commands.add_parser(
@@ -242,7 +245,8 @@ def _dispatch(args) -> int:
                 from .inbox import inbox_command
                 from .store_key import store_secret
                 return inbox_command(args.store, args.bind, args.notify,
-                                     secret=store_secret(args, "inbox"))
+                                     secret=store_secret(args, "inbox"),
+                                     approvers=args.approver)
             from .worker import worker_command
             return worker_command(args)
         except (AgentflowError, ValueError, OSError, ImportError) as exc:
