@@ -7,9 +7,9 @@ it); a real ``agentflow inbox`` server (in this process) and a real ``agentflow 
 process (``--poll POLL``) on the same SQLite file.
 
 * **First paint**: Debian's headless chromium (Playwright, as the browser tests) opens
-  the printed link (a redirect that sets the cookie, then the page, 50 calls of 1,000);
-  ``first-contentful-paint`` from the browser's paint timing, and the server's time
-  for ``GET /`` alone over HTTP.
+  a printed link (the page, the link's code exchanged for a page token, then the first
+  50 calls of 1,000): the time from the navigation's start until the calls are drawn,
+  and the server's time for ``GET /entries`` alone over HTTP.
 * **Round trip**: from the click on Approve (the clock just before the click) to the
   worker's tool call (the command ``date +%s.%N`` appends the time it ran): the page
   posts the answer, the store records it, the worker notices it (polling every
@@ -43,8 +43,9 @@ FLAGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-ne
          "--no-first-run", "--disable-component-update", "--disable-sync"]
 
 
-def fill(folder: Path, url_path: str, count: int) -> None:
-    """``count`` sessions paused on one call each, by a library agent."""
+def fill(folder: Path, url_path: str, count: int, secret: bytes) -> None:
+    """``count`` sessions paused on one call each, by a library agent, in the store the
+    chat signs with ``secret`` (SPEC R27)."""
     @tool
     def transfer(amount: int) -> str:
         """Send money.
@@ -56,7 +57,8 @@ def fill(folder: Path, url_path: str, count: int) -> None:
 
     bodies = [chat_stream(tool_calls=[("c1", "transfer", json.dumps({"amount": i}))])
               for i in range(count)]
-    with ReplayServer(bodies) as server, SQLiteStore(url_path, synchronous="NORMAL") as store:
+    with ReplayServer(bodies) as server, \
+            SQLiteStore(url_path, secret, synchronous="NORMAL") as store:
         client = OpenAIChatClient("bench", base_url=server.base_url, api_key="sk-bench")
         agent = ChatClientAgent(client, tools=[ApprovalRequiredTool(transfer)])
         for i in range(count):
@@ -69,12 +71,14 @@ def main(waiting: int = WAITING) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="agentflow-bench-inbox-"))
     db = folder / "sessions.db"
     url = f"sqlite:///{db}"
-    fill(folder, str(db), waiting - 1)
+    from agentflow.cli.trust import made_key
+    secret = made_key(str(folder / "config" / "agentflow" / "store.key"))  # the chat's
+    fill(folder, str(db), waiting - 1, secret)
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENTFLOW_"))},
            "OPENAI_API_KEY": "sk-bench", "XDG_CONFIG_HOME": str(folder / "config")}
     result: dict = {"waiting": waiting, "notes": []}
     with ReplayServer() as model:
-        inbox = Inbox(url, "127.0.0.1", 0, poll=0.5).start()
+        inbox = Inbox(url, "127.0.0.1", 0, poll=0.5, secret=secret).start()
         chat = [sys.executable, "-m", "agentflow", "chat", "--base-url", model.base_url,
                 "--store", url]
         stamps = folder / "stamps.txt"
@@ -107,8 +111,9 @@ def main(waiting: int = WAITING) -> dict:
                 paints, trips = [], []
                 for i in range(runs()):
                     page = browser.new_context().new_page()
-                    page.goto(inbox.link)
-                    paints.append(page.evaluate(_FIRST_PAINT) / 1000)
+                    page.goto(inbox.invite())
+                    page.wait_for_selector("article.call")
+                    paints.append(page.evaluate("performance.now()") / 1000)
                     if i:
                         pause(f"chat-{i:05d}")
                         page.reload()
@@ -132,19 +137,12 @@ def main(waiting: int = WAITING) -> dict:
     return result
 
 
-# The first contentful paint once the browser reports it (ms from the navigation's
-# start, the redirect included).
-_FIRST_PAINT = """() => new Promise(resolve => new PerformanceObserver((list, observer) => {
-  const fcp = list.getEntries().find(e => e.name === "first-contentful-paint");
-  if (fcp) { observer.disconnect(); resolve(fcp.startTime); }
-}).observe({type: "paint", buffered: true}))"""
-
-
 def _get_page(inbox: Inbox) -> float:
+    token, _ = inbox.login(inbox.invite().split("#login=", 1)[1])
     connection = http.client.HTTPConnection("127.0.0.1", inbox.port, timeout=60)
     began = time.perf_counter()
-    connection.request("GET", "/", headers={
-        "Host": f"127.0.0.1:{inbox.port}", "Cookie": f"agentflow_inbox_{inbox.port}={inbox.token}"})
+    connection.request("GET", "/entries", headers={
+        "Host": f"127.0.0.1:{inbox.port}", "Authorization": f"Bearer {token}"})
     reply = connection.getresponse()
     reply.read()
     took = time.perf_counter() - began
@@ -166,8 +164,9 @@ def _approve(page, session_id: str) -> float:
         following = page.get_by_role("link", name="next page")  # oldest first: it is late
         if not following.count():
             raise RuntimeError(f"{session_id} is not in the inbox")
-        following.click()
-        page.wait_for_load_state()
+        with page.expect_navigation():
+            following.click()
+        page.wait_for_selector("#calls")
 
 
 def table(result: dict) -> list[str]:
@@ -176,10 +175,10 @@ def table(result: dict) -> list[str]:
         return (f"| {name} | {s['median'] * 1e3:.0f} [{s['min'] * 1e3:.0f} – "
                 f"{s['max'] * 1e3:.0f}] |")
     lines = ["| measurement | ms median [min – max] |", "|---|---|"]
-    lines.append(row("`GET /` (the first 50 of the waiting calls, server and HTTP)",
+    lines.append(row("`GET /entries` (the first 50 of the waiting calls, server and HTTP)",
                      result["get"]))
     if "paint" in result:
-        lines.append(row("first contentful paint in chromium (link, redirect, page)",
+        lines.append(row("the first 50 calls drawn in chromium (link, page, login, list)",
                          result["paint"]))
         lines.append(row(f"round trip: click Approve → the worker's tool call "
                          f"(worker polls every {POLL:g} s)", result["trip"]))

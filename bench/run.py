@@ -64,9 +64,9 @@ def machine() -> list[str]:
 INBOX_TEXT = [
     f"Issue 31 (bench/inbox.py): {inbox.WAITING:,} calls waiting in SQLite, a real "
     "`agentflow inbox` and a real `agentflow worker` process. First paint: headless "
-    "chromium opens the printed link (redirect, cookie, the first 50 calls), "
-    "first-contentful-paint from the browser's paint timing; beside it the server's "
-    "`GET /` over HTTP. Round trip: from the click on Approve to the worker's tool call "
+    "chromium opens a printed link (the page, the link's code exchanged for a page "
+    "token, the first 50 calls drawn), from the navigation's start; beside it the "
+    "server's `GET /entries` over HTTP. Round trip: from the click on Approve to the worker's tool call "
     "(the command records the time it ran).", ""]
 
 

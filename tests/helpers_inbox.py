@@ -13,9 +13,10 @@ from urllib.parse import urlencode
 
 import pytest
 
+from agentflow import ApprovalRequiredTool, tool
 from agentflow.cli.inbox import Inbox
 from agentflow.cli.inbox_page import unref
-from agentflow.testing.replay import ReplayServer
+from agentflow.testing.replay import ReplayServer, chat_stream
 from helpers_cli import calls_reply, run_agentflow, run_chat, store_key
 
 
@@ -136,6 +137,29 @@ class Client:
             headers["Origin"] = origin
         status, _, body = self.request("POST", path, urlencode(fields).encode(), headers)
         return status, json.loads(body)["message"]
+
+
+def paused_library_session(make_agent, store, session_id="s", call_id="c1"):
+    """A library agent (not the chat) paused on a call of ``transfer(amount: int)``."""
+    runs = []
+
+    @tool
+    def transfer(amount: int) -> str:
+        """Send money.
+
+        Args:
+            amount: in euros.
+        """
+        runs.append(amount)
+        return f"sent {amount}"
+
+    agent, server = make_agent([chat_stream(tool_calls=[(call_id, "transfer",
+                                                         '{"amount": 120}')]),
+                                chat_stream(text="Done.")],
+                               tools=[ApprovalRequiredTool(transfer)])
+    with store.open(session_id) as session:
+        list(agent.run("pay", session))
+    return agent, server, runs
 
 
 def worker_once(url: str, server, cwd, *flags) -> str:

@@ -73,6 +73,7 @@ class _Server(ThreadingHTTPServer):
     """A thread per request, at most ``MAX_AT_ONCE`` at once, on IPv4 or IPv6."""
 
     daemon_threads = True
+    request_queue_size = 1024  # the listen backlog: a burst is not made to retry
 
     def __init__(self, address, handler):
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
@@ -118,6 +119,9 @@ class Inbox:
 
     Attributes:
         links: one link (str) per approver, as printed at start.
+        streams: how many event streams are open (int): one per browser, whatever
+            its number of tabs.
+        streamed: how many were ever opened (int).
     """
 
     def __init__(self, store_url: str, host: str = "127.0.0.1", port: int = 8765,
@@ -134,6 +138,7 @@ class Inbox:
         self.total: int | None = None  # calls waiting at the watcher's last look
         self.tools: list[str] = []  # the tools of the calls waiting then, for the filter
         self.stopping = False
+        self.streams = self.streamed = 0
         self.httpd = _Server((host, port), _Handler)
         self.httpd.inbox = self
         self.host, self.port = self.httpd.server_address[:2]
@@ -387,12 +392,15 @@ class Inbox:
 
         Args:
             form: the fields (dict of lists of str): ``ref``, ``digest`` and
-                ``request_id``, one of each per call in the same order, and ``reason``.
+                ``request_id``, one of each per call in the same order, ``reason``, and
+                no ``action`` but ``reject``.
             approver: who answers (str), as for ``answer``.
 
         Returns:
             tuple: ``(HTTP status, message)``: 200 when every call was rejected.
         """
+        if (form.get("action") or ["reject"]) != ["reject"]:
+            return 400, "only rejecting goes many at a time: approve each call on its own"
         refs, digests = form.get("ref", []), form.get("digest", [])
         requests = form.get("request_id", [""] * len(refs))
         if not refs or not len(refs) == len(digests) == len(requests):
@@ -448,7 +456,7 @@ def _ttl(text: str) -> float | None | str:
     if not text.strip():
         return None
     try:
-        ttl = float(text)
+        ttl = float(text) if text.isascii() else math.nan  # float() reads "١٢" too
     except ValueError:
         ttl = math.nan
     if not (math.isfinite(ttl) and 0 < ttl <= MAX_TTL):
@@ -586,6 +594,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._security_headers()
         self.end_headers()
         seen = -1
+        with self.inbox._changed:
+            self.inbox.streams += 1
+            self.inbox.streamed += 1
         try:
             self.wfile.write(b"retry: 2000\n\n")
             while not self.inbox.stopping:
@@ -598,6 +609,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             pass  # the page went away
+        finally:
+            with self.inbox._changed:
+                self.inbox.streams -= 1
 
     # -- replies -----------------------------------------------------------------------
 

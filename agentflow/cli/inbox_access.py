@@ -96,6 +96,13 @@ class Access:
                          if _same(token, known)), None)
 
     def holds(self, text: str) -> bool:
-        """Whether ``text`` contains any code or token (for tests of what leaks)."""
+        """Whether a text holds any of the codes or tokens (what a test of leaks asks).
+
+        Args:
+            text: a page, a webhook body or a log (str).
+
+        Returns:
+            bool: True when it holds one.
+        """
         with self._lock:
             return any(secret in text for secret in (*self._codes, *self._tokens))

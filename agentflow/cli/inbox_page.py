@@ -119,7 +119,14 @@ def ref(entry: PendingEntry) -> str:
 
 
 def unref(text: str) -> tuple[str, str] | None:
-    """``(session_id, call_id)`` of a ``ref``, or ``None`` when it does not parse."""
+    """The ids a ``ref`` names.
+
+    Args:
+        text: the ref (str) a form sent.
+
+    Returns:
+        tuple | None: ``(session_id, call_id)``, or ``None`` when it does not parse.
+    """
     try:
         session_id, call_id = json.loads(base64.urlsafe_b64decode(
             text.encode("ascii") + b"=" * (-len(text) % 4)))
@@ -142,7 +149,15 @@ class Filters:
 
     @classmethod
     def of(cls, query: dict) -> "Filters":
-        """The filters of a parsed query string (``parse_qs``'s dict)."""
+        """The filters of the page's address.
+
+        Args:
+            query: the parsed query string (``parse_qs``'s dict of lists of str);
+                each value is cut to 200 characters.
+
+        Returns:
+            Filters: the filters.
+        """
         def first(name):
             return (query.get(name) or [""])[0].strip()[:200]
         return cls(first("tool"), first("session"), first("q"), first("group") == "session")
@@ -155,7 +170,14 @@ class Filters:
     def apply(self, entries: list) -> list:
         """The entries kept: the tool named exactly, a session id holding the text,
         a search (case-insensitive) in ids, tool, preview and arguments; grouped by
-        session (the oldest session first), each oldest first."""
+        session (the oldest session first), each oldest first.
+
+        Args:
+            entries: every waiting ``PendingEntry``, oldest first.
+
+        Returns:
+            list[PendingEntry]: those kept, in the page's order.
+        """
         q = self.q.lower()
         kept = [e for e in entries if (not self.tool or e.tool == self.tool)
                 and (not self.session or self.session.lower() in e.session_id.lower())
@@ -168,7 +190,14 @@ class Filters:
         return kept
 
     def query(self, after: str | None = None) -> str:
-        """The query string (str, with ``?``) of these filters and a cursor."""
+        """The page's address for these filters.
+
+        Args:
+            after: a cursor (str) to start after, or ``None``.
+
+        Returns:
+            str: the query string, with its ``?`` (empty when there is nothing).
+        """
         from urllib.parse import urlencode
         pairs = [(k, v) for k, v in (("tool", self.tool), ("session", self.session),
                                      ("q", self.q)) if v]
@@ -188,7 +217,14 @@ def _haystack(entry: PendingEntry) -> str:
 def why_text(entry: PendingEntry) -> str:
     """Why a call asks, in words that name the real reason: the policy rule and its
     layer, the tool's own check, or, for a tool that asks for every call, that no
-    rule allowed this one (SPEC R18, R19)."""
+    rule allowed this one (SPEC R18, R19).
+
+    Args:
+        entry: the ``PendingEntry``.
+
+    Returns:
+        str: the reason (untrusted text: escape it).
+    """
     why = entry.why or ""
     if why.startswith(f"{entry.tool} always asks"):
         why = (f"no policy rule allows this call, and {entry.tool} asks for every call "
@@ -453,5 +489,6 @@ def render_shell() -> str:
             'selected call"><button name="action" value="reject" class="reject">Reject '
             'selected (<span id="picked">0</span>)</button></form>'
             '<main id="list"><p class="empty">loading…</p></main>'
-            '<div id="notice" class="notice" role="status" hidden></div>'
+            '<div class="dock"><p id="said" class="said" role="status" hidden></p>'
+            '<p id="notice" class="notice" role="status" hidden></p></div>'
             "<footer>Oldest first. Approving is one call at a time.</footer></body></html>")

@@ -1,5 +1,6 @@
 """``agentflow pending --store URL``: the approval inbox of a session store, as a table
-or JSON lines (SPEC R22). Ids, tools and arguments come from models: the table shows
+or JSON lines (SPEC R22); a call answered with an approved edit shows the edit, which
+is what runs (SPEC R20, R25). Ids, tools and arguments come from models: the table shows
 them safe (SPEC R25), and the command it suggests is shell-quoted and holds no
 password."""
 
@@ -45,7 +46,8 @@ def pending_command(url: str, as_json: bool = False, out=None, secret=None,
                                   "expires_at": e.expires_at, "age": round(e.age, 3),
                                   **({"error": e.error} if e.error else {}),
                                   **({"needs_run": e.needs_run} if e.needs_run else {}),
-                                  **({"answered": who(e.answer)} if _answered(e) else {})})
+                                  **({"answered": who(e.answer)} if _answered(e) else {}),
+                                  **({"edited_arguments": _edit(e)} if _edit(e) else {})})
                       + "\n")
         return 0
     if not entries:
@@ -62,6 +64,11 @@ def pending_command(url: str, as_json: bool = False, out=None, secret=None,
         arguments = safe_text(arguments)
         if len(arguments) > 60:
             arguments = arguments[:59] + "…"
+        edit = _edit(e)
+        if edit is not None:  # what runs is the edit (SPEC R20, R25): shown in its place
+            arguments = safe_text("edited to " + json.dumps(edit, ensure_ascii=False))
+            if len(arguments) > 60:
+                arguments = arguments[:59] + "…"
         if _answered(e):  # an inbox answered it; a worker has yet to resume (SPEC R22)
             arguments += f"  (answered by {safe_text(who(e.answer))}; waits for a worker)"
         rows.append((_age(e.age), safe_text(e.session_id), safe_text(e.call_id),
@@ -88,6 +95,11 @@ def pending_command(url: str, as_json: bool = False, out=None, secret=None,
 
 def _answered(entry) -> bool:
     return entry.answer is not None and entry.answer.refused is None
+
+
+def _edit(entry) -> dict | None:
+    """The arguments an approved edit runs the call with, else ``None``."""
+    return entry.answer.arguments if _answered(entry) and entry.answer.approved else None
 
 
 def _age(seconds: float) -> str:

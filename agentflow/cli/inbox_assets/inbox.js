@@ -35,8 +35,10 @@ async function api(path, options = {}) {
                                  "Authorization": "Bearer " + (access && access.token)},
                                 options.headers || {});
   const reply = await fetch(path, Object.assign({}, options, {headers, cache: "no-store"}));
-  if (reply.status === 401) ended((await parse(reply)).message, true);
-  return reply;
+  if (reply.status !== 401) return reply;
+  const data = await parse(reply);
+  ended(data.message, true);
+  return new Response(JSON.stringify(data), {status: 401});  // its body read once more
 }
 
 function ended(message, tell) {
@@ -112,6 +114,7 @@ async function send(path, body, buttons, key) {
 
 async function submit(event) {
   const form = event.target;
+  if (form.id === "filter") return;  // a navigation to the filtered list
   event.preventDefault();
   if (form.id === "bulk") return rejectPicked(form, event.submitter);
   if (!form.classList.contains("answer")) return;
@@ -132,7 +135,7 @@ async function submit(event) {
 async function rejectPicked(form, button) {
   if (!button || button.value !== "reject") return;
   const picks = [...document.querySelectorAll("input.pick:checked")];
-  if (!picks.length) { notice("Select the calls to reject first."); return; }
+  if (!picks.length) { say("Select the calls to reject first.", "error"); return; }
   const body = new URLSearchParams();
   body.set("reason", form.elements.reason.value);
   for (const pick of picks) {
@@ -142,15 +145,20 @@ async function rejectPicked(form, button) {
   }
   const data = await send("/answer-many", body, [button], null);
   button.disabled = false;
-  notice(data.message, data.ok ? "ok" : "error");
+  say(data.message, data.ok ? "ok" : "error");
   if (data.ok) form.elements.reason.value = "";
   counted();
 }
 
-function notice(text, kind) {
-  const box = $("notice");
+function notice(text) {
+  $("notice").textContent = text;
+  $("notice").hidden = false;
+}
+
+function say(text, kind) {  // the outcome of "reject selected"
+  const box = $("said");
   box.textContent = text;
-  box.className = "notice" + (kind ? " " + kind : "");
+  box.className = "said " + kind;
   box.hidden = false;
 }
 
@@ -213,8 +221,7 @@ function apply(fresh) {
     $("store").textContent = context.dataset.store;
     seen = context.dataset.version;
   }
-  const box = $("notice");
-  if (!box.classList.contains("ok") && !box.classList.contains("error")) box.hidden = true;
+  $("notice").hidden = true;
   ages();
   counted();
 }
