@@ -400,10 +400,12 @@ CASE_NOTES = {
 }
 
 
-def classify(peer: str, case_id: str, rules, detail: str) -> tuple[str, str]:
-    """``(rule, evidence)`` for a failing case of ``peer``."""
+def classify(peer: str, case_id: str, rules, detail: str, broke: str = "") -> tuple[str, str]:
+    """``(rule, evidence)`` for a failing case of ``peer``; ``broke`` is the runner's
+    rule for the failure (``Outcome.broke``), which wins where it is not the case's
+    own first rule (an aspect of another rule, or what a failed run left: R10)."""
     if (peer, case_id) in CASE_NOTES:
         return CASE_NOTES[(peer, case_id)]
-    rule = rule_broken(case_id, rules, detail)
+    rule = broke if broke and broke not in rules[:1] else rule_broken(case_id, rules, detail)
     evidence = CASE_EVIDENCE.get((peer, case_id)) or EVIDENCE.get((peer, rule))
     return rule, evidence or "none recorded yet"

@@ -63,7 +63,7 @@ def section(name: str, outcomes) -> list[str]:
         lines += ["", "Deviations (each: the rule its first difference breaks, that "
                       "difference, the variant that isolates the rule, the evidence):", ""]
         for o in failed:
-            rule, evidence = classify(name, o.case_id, o.rules, o.detail)
+            rule, evidence = classify(name, o.case_id, o.rules, o.detail, o.broke)
             what = o.detail.splitlines()[0].replace("|", "\\|")
             lines.append(f"- `{o.case_id}` breaks {rule}: {what}")
             base, variant = VARIANTS.get(rule, (None, None))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import queue
 import shlex
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from agentflow.testing.replay import ReplayServer
 
+from .aspects import (ASPECTS, Difference, compared, loosen_message, loosen_update,
+                      matches_loosely)
 from .loader import CASES, PROFILE_CASES, case_replies, load_cases
 from .report import report
 
@@ -26,7 +29,9 @@ class Outcome:
     """One case's result. ``status`` is ``pass``, ``fail`` or ``skip`` (README,
     "Outcomes"); ``detail`` says why it failed or was skipped; ``derived`` lists the
     differences found only in fields the adapter declared it derives; ``configured``
-    what the adapter's ``ready`` says it set through the framework's own parameters."""
+    what the adapter's ``ready`` says it set through the framework's own parameters;
+    ``broke`` the rule a failure breaks: the case's first rule, or the rule of the
+    aspect or step its first difference is in (README, "What a case compares")."""
     case_id: str
     title: str
     status: str
@@ -36,6 +41,7 @@ class Outcome:
     derived: tuple = ()
     implementation: str = ""
     configured: tuple = ()
+    broke: str = ""
 
     @property
     def passed(self) -> bool:
@@ -44,16 +50,23 @@ class Outcome:
 
 # What an adapter may derive when its implementation has no such event (README,
 # "Derived fields"), and the update fields each one covers.
-DERIVABLE = ("tool_call_end", "finish", "index", "result_name")
+DERIVABLE = ("tool_call_start", "tool_call_end", "finish", "index", "result_name")
 
 # The inputs an adapter may declare its framework cannot express (README, "Features");
 # each hides only the cases that need it (SPEC §8).
 FEATURES = ("unknown_call_ids", "answers_without_a_pause", "duplicate_approvals",
-            "reload_session", "context_providers")
+            "reload_session", "context_providers", "resume_counts_a_round")
+
+EVERY_ASPECT = frozenset(ASPECTS)
 
 
 class Mismatch(Exception):
-    """The implementation did something the case does not expect."""
+    """The implementation did something the case does not expect; ``rule`` is the
+    rule its first difference breaks (``None``: the case's own)."""
+
+    def __init__(self, text: str, rule: str | None = None):
+        super().__init__(text)
+        self.rule = rule
 
 
 # -- normalising and comparing -----------------------------------------------------------
@@ -109,30 +122,35 @@ def join_system_messages(messages: list[dict]) -> list[dict]:
 # The updates of a call at the end of a model turn, and the order SPEC fixes for each
 # kind: tool_call_start in the order the calls arrived (§6), approval_request in call
 # order (R3); tool_call_end "once per call, when the model's turn ends" (§3) is not
-# ordered against the updates of other calls (SPEC §8).
+# ordered against the updates of other calls, nor is one call's tool_result against
+# another's (R4 orders the history, not the updates; SPEC §8).
 _CALL_BLOCK = {"tool_call_start": 0, "tool_call_end": 1, "approval_request": 2}
+
+
+def _run_kind(update: dict) -> str:
+    kind = update.get("type")
+    return "calls" if kind in _CALL_BLOCK else "results" if kind == "tool_result" else ""
 
 
 def order_call_blocks(updates: list[dict]) -> list[dict]:
     """Each run of consecutive ``tool_call_start`` / ``tool_call_end`` /
     ``approval_request`` updates in one canonical order: the starts as they came, then
     the ends in the order of their calls' starts, then the approval requests as they
-    came. Applied to both sides, so no order between updates of different calls
+    came; each run of consecutive ``tool_result`` updates in the order of their call
+    ids. Applied to both sides, so no order between updates of different calls
     decides a case (SPEC §8)."""
-    out, block = [], []
-    for update in updates + [None]:
-        if update is not None and update.get("type") in _CALL_BLOCK:
-            block.append(update)
-            continue
-        if block:
-            starts = [u.get("call_id") for u in block if u["type"] == "tool_call_start"]
+    out = []
+    for kind, run in itertools.groupby(updates, key=_run_kind):
+        run = list(run)
+        if kind == "calls":
+            starts = [u.get("call_id") for u in run if u["type"] == "tool_call_start"]
             rank = {call_id: n for n, call_id in enumerate(starts)}
-            out += sorted(block, key=lambda u: (
+            run.sort(key=lambda u: (
                 _CALL_BLOCK[u["type"]],
                 rank.get(u.get("call_id"), len(rank)) if u["type"] == "tool_call_end" else 0))
-            block = []
-        if update is not None:
-            out.append(update)
+        elif kind == "results":
+            run.sort(key=lambda u: str(u.get("call_id")))
+        out += run
     return out
 
 
@@ -167,6 +185,14 @@ def _first_difference(expected, actual, where: str) -> str | None:
             return None
         return (f"{where}: expected text starting with {json.dumps(expected['$prefix'])}, "
                 f"got {json.dumps(actual)[:160]}")
+    if isinstance(expected, dict) and set(expected) in ({"$text"}, {"$result"}):
+        if matches_loosely(expected, actual):
+            return None
+        wanted = (f"a text ({expected['$text']} is compared only by its rule's cases)"
+                  if "$text" in expected else
+                  f"{json.dumps(expected['$result'])[:160]} (or an object of one member "
+                  "holding it)")
+        return f"{where}: expected {wanted}, got {json.dumps(actual)[:160]}"
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key in expected:
             if key not in actual:
@@ -199,10 +225,12 @@ def _shown(value) -> str:
 
 
 def check_request(expected: dict, request, model: str = "conformance-model",
-                  exact: bool = False) -> str | None:
+                  exact: bool = False, aspects=EVERY_ASPECT) -> str | None:
     """The first difference between a request the case expects and one received
     (a ``RecordedRequest``). ``exact``: compare the messages as sent, provider keys
-    included, instead of their normalised form (profile cases)."""
+    included, instead of their normalised form (profile cases). ``aspects``: those
+    compared exactly (``aspects.compared``); the others loosely (README, "What a case
+    compares")."""
     body = request.json
     if request.path != "/v1/chat/completions":
         return f"path: expected /v1/chat/completions, got {request.path}"
@@ -215,9 +243,16 @@ def check_request(expected: dict, request, model: str = "conformance-model",
     if body.get("model") != model:
         return f"model: expected {json.dumps(model)}, got {_shown(body.get('model'))}"
     messages = [m if exact else normalise_message(m) for m in body.get("messages") or []]
-    wanted = [m if exact else normalise_message(m) for m in expected["messages"]]
+    wanted = [loosen_message(m if exact else normalise_message(m), aspects)
+              for m in expected["messages"]]
     if not exact:
         messages, wanted = join_system_messages(messages), join_system_messages(wanted)
+    if "system_text" not in aspects:
+        found = _system_text_missing(wanted, messages)
+        if found:
+            return found
+        messages, wanted = ([m for m in side if m.get("role") != "system"]
+                            for side in (messages, wanted))
     found = _first_difference(wanted, messages, "messages")
     if found:
         return found
@@ -239,22 +274,40 @@ def check_request(expected: dict, request, model: str = "conformance-model",
     return None
 
 
+def _system_text(messages: list[dict]) -> str:
+    return " ".join(" ".join(str(m.get("content") or "").split())
+                    for m in messages if m.get("role") == "system")
+
+
+def _system_text_missing(wanted: list[dict], messages: list[dict]) -> str | None:
+    """Outside R1's cases the system messages must hold the case's text; what a
+    framework adds around it is R1's to judge (SPEC §8, fourth batch)."""
+    text, sent = _system_text(wanted), _system_text(messages)
+    if text in sent:
+        return None
+    return (f"messages: the system messages must hold {json.dumps(text)[:160]}, got "
+            f"{json.dumps(sent)[:160]}")
+
+
 def _choice(value, offered: bool):
     return None if value == "auto" and offered else value
 
 
-def primary_view(updates: list[dict], derives) -> list[dict]:
+def primary_view(updates: list[dict], derives, aspects=EVERY_ASPECT) -> list[dict]:
     """The updates without what the adapter derives (README, "Derived fields"): no
-    ``tool_call_end`` updates, no ``index``, no ``name`` of a result, no ``usage`` of the
-    ``finish`` (its ``finish_reason`` is always checked)."""
+    ``tool_call_start`` or ``tool_call_end`` updates, no ``index``, no ``name`` of a
+    result, no ``usage`` of the ``finish`` (its ``finish_reason`` is always checked; its
+    usage too where ``aspects`` holds ``usage``: a case about usage, SPEC §8)."""
     out = []
+    keep_usage = "usage" in aspects
     for update in updates:
         kind = update.get("type")
-        if kind == "tool_call_end" and "tool_call_end" in derives:
+        if kind in ("tool_call_start", "tool_call_end") and kind in derives:
             continue
         drop = {"tool_call_start": ("index",) if "index" in derives else (),
                 "tool_result": ("name",) if "result_name" in derives else (),
-                "finish": ("usage",) if "finish" in derives else ()}.get(kind, ())
+                "finish": ("usage",) if "finish" in derives and not keep_usage else ()
+                }.get(kind, ())
         out.append({k: v for k, v in update.items() if k not in drop})
     return out
 
@@ -274,39 +327,58 @@ def check_error(expect: dict, end: dict) -> str | None:
 
 
 def check_turn(expect: dict, end: dict, updates: list[dict], exact: bool = False,
-               derives=()) -> tuple[list[str], list[str]]:
+               derives=(), aspects=EVERY_ASPECT) -> tuple[list[str], list[str]]:
     """The differences between a turn's expectations and what happened: the first one
     in each of the error, the updates, the history and the executions, and apart from
     them the differences found only in derived fields (``derives``, README "Derived
     fields"). ``exact``: compare the history as stored, provider keys included
-    (profile cases). Returns ``(differences, derived_differences)``."""
+    (profile cases). ``aspects``: those compared exactly, the others loosely (README,
+    "What a case compares"). A history that differs after a turn that failed as
+    expected is R10's difference (what a failed run leaves, SPEC §8). Returns
+    ``(differences, derived_differences)``, each a ``Difference``."""
     problems, derived = [], []
     found = check_error(expect, end)
     if found:
-        problems.append(found)
+        problems.append(Difference(found))
     if "updates" in expect:
         actual = order_call_blocks(normalise_updates(updates))
-        wanted = order_call_blocks(expect["updates"])
-        found = _first_difference(order_call_blocks(primary_view(wanted, derives)),
-                                  order_call_blocks(primary_view(actual, derives)), "updates")
+        wanted = order_call_blocks([loosen_update(u, aspects) for u in expect["updates"]])
+        found = _first_difference(primary_view(wanted, derives, aspects),
+                                  primary_view(actual, derives, aspects), "updates")
         if found:
-            problems.append(found)
+            problems.append(Difference(found))
         elif derives:
             found = _first_difference(wanted, actual, "updates")
             if found:
-                derived.append(found)
+                derived.append(Difference(found))
     if "history" in expect:
         shown = (lambda m: m) if exact else normalise_message
-        found = _first_difference([shown(m) for m in expect["history"]],
+        found = _first_difference([loosen_message(shown(m), aspects) for m in expect["history"]],
                                   [shown(m) for m in end.get("history", [])], "history")
         if found:
-            problems.append(found)
+            failed_as_expected = expect.get("error") and not problems
+            problems.append(Difference(found, "R10" if failed_as_expected else None))
     if "executions" in expect:
         found = _first_difference(expect["executions"], end.get("executions", []),
                                   "executions")
         if found:
-            problems.append(found)
+            problems.append(Difference(found))
     return problems, derived
+
+
+def by_rule(compare, aspects):
+    """``compare(aspects_compared_exactly)`` first with every aspect loose, whose
+    differences break the case's own rule (or the one they name); then with each of
+    ``aspects`` alone, whose differences break that aspect's rule. Returns the first
+    differences found, each a ``Difference``, or ``[]``."""
+    found = compare(frozenset())
+    if found:
+        return found
+    for aspect in sorted(aspects):
+        found = compare(frozenset({aspect}))
+        if found:
+            return [Difference(p, ASPECTS[aspect] or getattr(p, "rule", None)) for p in found]
+    return []
 
 
 # -- drivers -------------------------------------------------------------------------------
@@ -400,10 +472,10 @@ def run_case(case: dict, driver) -> Outcome:
     the case's suite, declares it ``cannot`` do a feature the case ``needs``, or
     answers a run with ``skip``; otherwise ``fail`` at the first turn with a difference
     (the refused request or the error first, then the rest of that turn's differences),
-    or ``pass`` (README, "Outcomes")."""
+    under the rule that difference breaks, or ``pass`` (README, "Outcomes")."""
     suite = case.get("suite", "core")
-    outcome = dict(case_id=case["id"], title=case["title"], suite=suite,
-                   rules=tuple(case.get("rules", ())))
+    rules = tuple(case.get("rules", ()))
+    outcome = dict(case_id=case["id"], title=case["title"], suite=suite, rules=rules)
     calls, where = [], []
     for turn_number, turn in enumerate(case["turns"], 1):
         for call_number, call in enumerate(turn.get("model_calls", []), 1):
@@ -411,14 +483,17 @@ def run_case(case: dict, driver) -> Outcome:
             where.append(f"turn {turn_number}, model call {call_number} "
                          f"(request {len(calls)} of the case)")
     model = case.get("model", "conformance-model")
+    profile = "profile" in case
+    aspects = EVERY_ASPECT if profile else compared(case)
 
     def check(number: int, request) -> str | None:
         if number >= len(calls):
             return (f"request {number + 1} of the case was not expected: the case has "
                     f"{len(calls)} model call(s)")
-        problem = check_request(calls[number]["request"], request, model,
-                                exact="profile" in case)
-        return f"{where[number]}: {problem}" if problem else None
+        [problem, *_] = by_rule(lambda exact: [p] if (p := check_request(
+            calls[number]["request"], request, model, exact=profile, aspects=exact)) else [],
+            aspects) or [None]
+        return Difference(f"{where[number]}: {problem}", problem.rule) if problem else None
 
     server = ReplayServer(case_replies(case), check=check, strict=case.get("profile")).start()
     try:
@@ -427,7 +502,7 @@ def run_case(case: dict, driver) -> Outcome:
                  "instructions": case.get("instructions"),
                  "tools": case.get("tools", []),
                  "context_providers": case.get("context_providers", [])}
-        if "profile" in case:
+        if profile:
             setup["profile"] = case["profile"]
         if "policy" in case:  # agentflow suite (R19)
             setup["policy"] = case["policy"]
@@ -450,33 +525,43 @@ def run_case(case: dict, driver) -> Outcome:
                 return Outcome(status="skip", detail=f"turn {number}: the adapter skipped it: "
                                f"{end.get('reason') or 'no reason given'}", **outcome)
             served += len(turn.get("model_calls", []))
-            # The first real error of the turn first, then its consequences.
-            problems = server.mismatches[:1]
-            error = check_error(turn["expect"], end)
-            if problems and (end.get("error") or {}).get("kind") == "ProviderError":
-                error = None  # the refusal's consequence, already reported as the refusal
-            if error and error not in problems:
-                problems.append(error)
-            if len(server.requests) != served:
-                problems.append(f"the implementation made {len(server.requests)} model "
-                                f"call(s) so far, expected {served}")
-            try:
-                rest, found = check_turn(turn["expect"], end, updates,
-                                         exact="profile" in case, derives=derives)
-            except (KeyError, TypeError, AttributeError) as exc:  # not the README's shapes
-                raise Mismatch(f"turn {number}: an update or the end message is malformed "
-                               f"({type(exc).__name__}: {exc})") from None
-            problems += [p for p in rest if p != error]
-            derived += [f"turn {number}: {d}" for d in found]
+            problems, found = _turn_problems(turn, number, end, updates, server, served,
+                                             profile, derives, aspects)
+            derived += found
             if problems:
                 text = "\n  also: ".join(problems)
                 raise Mismatch(text if text.startswith(f"turn {number},") else
-                               f"turn {number}: {text}")
+                               f"turn {number}: {text}", getattr(problems[0], "rule", None))
         return Outcome(status="pass", derived=tuple(derived), **outcome)
     except Mismatch as exc:
-        return Outcome(status="fail", detail=str(exc), **outcome)
+        return Outcome(status="fail", detail=str(exc),
+                       broke=exc.rule or (rules[0] if rules else "?"), **outcome)
     finally:
         server.stop()
+
+
+def _turn_problems(turn, number, end, updates, server, served, profile, derives, aspects):
+    """A turn's differences, the first real error first (README, "Order of a turn's
+    checks"), and its differences in derived fields (``turn N: …``)."""
+    problems = server.mismatches[:1]
+    error = check_error(turn["expect"], end)
+    if problems and (end.get("error") or {}).get("kind") == "ProviderError":
+        error = None  # the refusal's consequence, already reported as the refusal
+    if error and error not in problems:
+        problems.append(error)
+    if len(server.requests) != served:
+        problems.append(f"the implementation made {len(server.requests)} model "
+                        f"call(s) so far, expected {served}")
+    try:
+        rest = by_rule(lambda exact: check_turn(turn["expect"], end, updates, profile,
+                                                derives, exact)[0], aspects)
+        found = [] if rest else check_turn(turn["expect"], end, updates, profile,
+                                           derives, aspects)[1]
+    except (KeyError, TypeError, AttributeError) as exc:  # not the README's shapes
+        raise Mismatch(f"turn {number}: an update or the end message is malformed "
+                       f"({type(exc).__name__}: {exc})") from None
+    problems += [p for p in rest if p != error]
+    return problems, [f"turn {number}: {d}" for d in found]
 
 
 def _declared_skip(case: dict, suite: str, ready: dict) -> str | None:
