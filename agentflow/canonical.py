@@ -10,7 +10,8 @@ so the canonical form is RFC 8785's, not Python's ``json.dumps``:
   (§3.2.2.3): ``1.0`` is ``1``, ``1e21`` is ``1e+21``, ``-0`` is ``0``;
 * strings with only ``"``, ``\\``, and U+0000–U+001F escaped (the short forms
   ``\\b \\t \\n \\f \\r``, else ``\\u00xx`` in lower-case hex), everything else as is,
-  encoded as UTF-8 (§3.2.2.2);
+  encoded as UTF-8 (§3.2.2.2); a lone surrogate, which is not Unicode and has no UTF-8
+  form, has no canonical form (§3.1: the input is Unicode);
 * no whitespace.
 
 Written iteratively, so arguments nested thousands deep cannot raise ``RecursionError``.
@@ -21,19 +22,25 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 
 __all__ = ["canonical_json", "arguments_digest", "schema2_arguments_digest"]
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n",
             "\f": "\\f", "\r": "\\r"}
 
 
-def canonical_json(value) -> str:
+def canonical_json(value, *, lone_surrogates: bool = False) -> str:
     """The RFC 8785 canonical text of ``value``.
 
     Args:
         value: JSON data as Python values: ``dict`` (str keys), ``list``/``tuple``,
             ``str``, ``int``, ``float``, ``bool`` or ``None``.
+        lone_surrogates: keep a lone surrogate (U+D800–U+DFFF) as it is instead of
+            refusing it; only for text this repository alone reads back (a session's
+            signature, where a file name's undecodable bytes are data), never for a
+            digest another language must compute.
 
     Returns:
         The canonical JSON text (str); encode it as UTF-8 for hashing.
@@ -41,8 +48,11 @@ def canonical_json(value) -> str:
     Raises:
         ValueError: for NaN or an infinity (not representable in JSON, RFC 8785
             §3.2.2.3), an integer beyond the IEEE 754 double range (about 1.8e308,
-            which RFC 8785 numbers are), or a value that is not JSON data.
+            which RFC 8785 numbers are), a string holding a lone surrogate (not
+            Unicode, RFC 8785 §3.1; unless ``lone_surrogates``), or a value that is
+            not JSON data.
     """
+    string = _string if lone_surrogates else _unicode_string
     out: list[str] = []
     stack: list = [value]
     while stack:
@@ -57,7 +67,7 @@ def canonical_json(value) -> str:
                 if not isinstance(name, str):
                     raise ValueError(f"object keys must be strings, got {name!r}")
                 parts.append(member)
-                parts.append(_Literal(("," if position else "") + _string(name) + ":"))
+                parts.append(_Literal(("," if position else "") + string(name) + ":"))
             parts.append(_Literal("{"))
             stack.extend(parts)
         elif isinstance(item, (list, tuple)):
@@ -69,7 +79,7 @@ def canonical_json(value) -> str:
             parts.append(_Literal("["))
             stack.extend(parts)
         elif isinstance(item, str):
-            out.append(_string(item))
+            out.append(string(item))
         elif item is True:
             out.append("true")
         elif item is False:
@@ -97,9 +107,9 @@ def arguments_digest(arguments: str) -> str:
     Returns:
         The hex digest of the UTF-8 bytes of ``canonical_json(json.loads(arguments))``;
         text that has no canonical form (not JSON, nested too deep for the decoder,
-        NaN, a number beyond the double range such as a 400-digit integer) is hashed
-        as it is, so every call has a digest (SPEC §3) and another language computes
-        the same one.
+        NaN, a number beyond the double range such as a 400-digit integer, a lone
+        surrogate) is hashed as it is, so every call has a digest (SPEC §3) and another
+        language computes the same one.
     """
     try:
         text = canonical_json(json.loads(arguments))
@@ -139,6 +149,14 @@ class _Literal:
 
 def _utf16_key(name: str) -> bytes:
     return name.encode("utf-16-be", "surrogatepass")
+
+
+def _unicode_string(text: str) -> str:
+    lone = _SURROGATE.search(text)
+    if lone:
+        raise ValueError(f"the string holds a lone surrogate (U+{ord(lone.group()):04X} at "
+                         f"{lone.start()}), which is not Unicode: RFC 8785 has no form for it")
+    return _string(text)
 
 
 def _string(text: str) -> str:

@@ -79,7 +79,8 @@ def parse(text: str, where: str):
 
 
 def _canonical(data) -> bytes:
-    return canonical_json(data).encode("utf-8", "surrogatepass")
+    # a tool's result may hold a file name's lone surrogates: kept, as the session is
+    return canonical_json(data, lone_surrogates=True).encode("utf-8", "surrogatepass")
 
 
 def sign(data, secret: str | bytes) -> str:

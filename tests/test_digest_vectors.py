@@ -82,3 +82,22 @@ def test_case_044_asks_for_every_vector_s_digest():
     # a text that is not JSON can never run, so it is never put to a person (SPEC R18)
     assert [(u["arguments"], u["digest"]) for u in asked] == [
         (json.loads(v["arguments"]), v["digest"]) for v in JCS]
+
+
+def test_a_lone_surrogate_has_no_canonical_form_and_is_hashed_as_sent():
+    """RFC 8785 §3.1 takes Unicode only: a lone surrogate is refused, as the rfc8785
+    package refuses it, and the arguments are hashed as the model sent them; a
+    session's signature, which only agentflow reads back, keeps it (codec.sign)."""
+    from agentflow.codec import sign
+    raw = '{"name": "report-\\ud800.txt"}'
+    with pytest.raises(Exception):
+        rfc8785().dumps(json.loads(raw))
+    with pytest.raises(ValueError, match="lone surrogate"):
+        canonical_json(json.loads(raw))
+    with pytest.raises(ValueError, match="lone surrogate"):
+        canonical_json({json.loads('"\\udc00"'): 1})
+    assert arguments_digest(raw) == hashlib.sha256(raw.encode()).hexdigest()
+    assert canonical_json(json.loads(raw), lone_surrogates=True) == '{"name":"report-\ud800.txt"}'
+    assert sign(json.loads(raw), "key") != sign({"name": "report-.txt"}, "key")
+    vector = next(v for v in VECTORS if "lone surrogate" in v["what"])
+    assert (vector["arguments"], vector["canonical"]) == (raw, None)

@@ -11,13 +11,22 @@ const DENIED = "User denied"; // SPEC R7
 
 // RFC 8785 (JCS): members sorted by UTF-16 code units (what Array.prototype.sort does),
 // numbers and strings as JSON.stringify writes them (RFC 8785 §3.2.2 is defined by it),
-// no whitespace. tests/test_conformance_canonical.py checks it against
-// conformance/digest-vectors.json.
+// no whitespace. What has no canonical form throws, and the caller hashes the text as
+// sent: a number beyond the double range (JSON.parse made it Infinity, which
+// JSON.stringify would write as null) and a lone surrogate (not Unicode, §3.1).
+// tests/test_conformance_canonical.py checks it against conformance/digest-vectors.json.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 function canonical(value) {
   if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
   if (value && typeof value === "object") {
     return "{" + Object.keys(value).sort()
-      .map((k) => JSON.stringify(k) + ":" + canonical(value[k])).join(",") + "}";
+      .map((k) => canonical(k) + ":" + canonical(value[k])).join(",") + "}";
+  }
+  if (typeof value === "number" && !Number.isFinite(value)) {
+    throw new RangeError("a number beyond the IEEE 754 double range has no RFC 8785 form");
+  }
+  if (typeof value === "string" && LONE_SURROGATE.test(value)) {
+    throw new RangeError("a lone surrogate is not Unicode: it has no RFC 8785 form");
   }
   return JSON.stringify(value);
 }
