@@ -480,6 +480,20 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
             for rule in layer.rules(effect):
                 if rule.tool == name and subject.hits(rule):
                     return Verdict(effect, (str(rule),), (layer.name,)), ""
+        if effect == "deny" and subject.kind == "shell" and (
+                subject.unreadable or subject.soft is not None):
+            # a line not read fully that some reading lets meet a deny rule goes to a
+            # person, and only to one; one that no reading lets meet it is not denied
+            could = next(((r, l) for l in layers for r in l.rules("deny")
+                          if r.tool == name and subject.could_hit(r)), None)
+            if could:
+                trouble = (f"the line could not be read fully: {subject.unreadable}"
+                           if subject.unreadable else "a glob could expand into words "
+                           "that meet it")
+                return Verdict("ask", (f"{could[0]}; {trouble}; {PERSON_ONLY}",),
+                               (could[1].name,)), ""
+            if subject.unreadable:
+                continue
         # never fail open: a line not read fully, or a subject no pattern can read (a
         # path given as a number, a list holding an object), meets the tool's first
         # rule (addendum)
@@ -522,6 +536,24 @@ def decide(layers: Iterable[ApprovalPolicy], tool, arguments) -> tuple[Verdict |
         found.append(match)
     return Verdict("allow", tuple(str(r) for r, _ in found),
                    tuple(l.name for _, l in found)), ""
+
+
+PERSON_ONLY = "only a person can let it run"
+
+
+def needs_a_person(rule: str | None) -> bool:
+    """Whether a call asks because its command line could meet a deny rule but was not
+    read fully (SPEC R19 addendum): no allow rule, grant, ``auto_allow`` or blanket
+    approval (``--approve-all``) lets it run; where nobody can be asked it is refused.
+
+    Args:
+        rule: the deciding rule of the call's verdict or pending record (str or
+            ``None``).
+
+    Returns:
+        bool: whether only a person's answer may let it run.
+    """
+    return rule is not None and rule.endswith(PERSON_ONLY)
 
 
 def exact_rules(tool, arguments) -> list[str]:
@@ -568,6 +600,7 @@ class _Subject:
         self.parts: list[tuple[str, bool]] = []
         self.opaque: str | None = None
         self.unreadable: str | None = None  # a command line not read fully (shell.py)
+        self.soft: shell.CommandLine | None = None  # its soft reading (shell.py)
         self.tool = tool
         name = getattr(tool, "subject", None)
         value = arguments.get(name) if isinstance(arguments, dict) and name else None
@@ -581,6 +614,9 @@ class _Subject:
             return
         if self.kind == "shell":
             line = shell.parse(value)
+            # globs in a line read fully may expand into any words too (``nice r*``)
+            self.soft = line.soft if line.unreadable else line if any(
+                c.globs for c in line.every_command()) else None
             self.lines = list(line.every_line())
             self.commands = line.commands
             self.parts = [(c.text, c.writes) for c in line.commands]
@@ -608,6 +644,14 @@ class _Subject:
                        for k, piece in enumerate(pattern)):
                     return True
         return False
+
+    def could_hit(self, rule: Rule) -> bool:
+        """Whether a deny ``rule`` could meet an unreadable command line in some reading:
+        each expansion and glob may be any words, options included; a line whose
+        trouble is anything else could meet every rule (SPEC R19 addendum)."""
+        if rule.pattern is None or self.soft is None:
+            return True
+        return _could_meet(self.soft, _shell_pattern(rule.pattern))
 
     def covers(self, rule: Rule, part: tuple[str, bool]) -> bool:
         """Whether an allow ``rule`` allows ``part`` (one command or the value)."""
@@ -727,6 +771,56 @@ def _command_hit(piece: _Piece, command: shell.Command, position: int) -> bool:
     if position and _OP_KIND.get(command.op_before, command.op_before) != piece.op:
         return False
     return any(piece.regex.fullmatch(text) for text in [command.text, *command.tails])
+
+
+def _could_meet(line: shell.CommandLine, pattern: tuple) -> bool:
+    commands = line.commands
+    for start in range(len(commands) - len(pattern) + 1):
+        if all(_command_could_hit(piece, commands[start + k], k)
+               for k, piece in enumerate(pattern)):
+            return True
+    for nested in line.nested:
+        if nested.unreadable and (nested.soft is None or _could_meet(nested.soft, pattern)):
+            return True
+        if not nested.unreadable and _could_meet(nested, pattern):
+            return True
+    return False
+
+
+def _command_could_hit(piece: _Piece, command: shell.Command, position: int) -> bool:
+    """A command of a soft reading (its ``globs``: words that may be any words) against
+    one command of a pattern: from its program on, and from every word on unless the
+    program runs nothing its words name (``ls *.py`` is no ``rm``)."""
+    if position and _OP_KIND.get(command.op_before, command.op_before) != piece.op:
+        return False
+    words, assigned = command.words, len(command.assignments)
+    wild = {assigned + i for i in command.globs}
+    everything = command.assignments + words
+    if not words:
+        return bool(wild) or piece.regex.fullmatch(command.text) is not None
+    program = words[0].rsplit("/", 1)[-1]
+    starts = range(assigned + 1) if program in command_rules.RUNS_NOTHING and (
+        assigned not in wild) else range(len(everything))
+    tokens = [_word_tokens(word, index in wild) for index, word in enumerate(everything)]
+    for start in starts:
+        rest = [t for later in tokens[start + 1:] for t in [("lit", " "), *later]]
+        names = [tokens[start]]
+        if start not in wild and "/" in everything[start]:
+            names.append([("lit", shell.quote(everything[start].rsplit("/", 1)[-1]))])
+        if any(piece.regex.meets(name + rest) for name in names):
+            return True
+    return False
+
+
+def _word_tokens(word: str, wild: bool) -> list:
+    """A word as ``Glob`` tokens: itself, or, for a word that expands, its literal
+    start and then anything (``src/*.py`` can only expand to words starting
+    ``src/``; ``*.py`` and ``$X`` to any words, options included)."""
+    if not wild:
+        return [("lit", shell.quote(word))]
+    start = re.match(r"[^*?\[\x03]*", word).group()
+    return ([("lit", start)] if start and shell.quote(start) == start else []) + [
+        ("star", "any")]
 
 
 @functools.lru_cache(maxsize=1024)

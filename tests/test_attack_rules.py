@@ -15,10 +15,11 @@ import pytest
 
 from agentflow import ApprovalPolicy
 from agentflow.builtin.builtin_tools import builtin_tools
-from agentflow.policy import decide, exact_rules
+from agentflow.policy import decide, exact_rules, needs_a_person
 from agentflow.commandline.shell import parse
 from agentflow.testing.replay import chat_stream
 
+from test_command_lines import denied_or_to_a_person
 from helpers_cli import calls_reply, json_lines, run_chat
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
@@ -222,9 +223,8 @@ BASH_ARITHMETIC = "declare -i x; x='a[$(rm -rf victim)]'"  # bash evaluates what
                                                   "sh -s < script.sh", BASH_ARITHMETIC,
                                                   "typeset -ai x", "local -n r=x"])
 def test_a_deny_rule_meets_the_command_whatever_road_it_takes(line):
-    policy = ApprovalPolicy(deny=["run_command(rm -rf *)"], allow=["run_command"])
-    found, _ = decide([policy], RUN, {"command": line})
-    assert found is not None and found.effect == "deny", found
+    """Denied when read fully; a line not read fully (``… | sh``) goes to a person."""
+    denied_or_to_a_person(line)
 
 
 def test_a_deny_rule_naming_the_pipe_still_names_it():
@@ -253,7 +253,10 @@ def test_under_approve_all_the_denied_line_deletes_nothing(line, server, tmp_pat
     done = run_chat("--base-url", server.base_url, "--json", "--approve-all", "--policy",
                     str(policy), "go", cwd=work)
     results = [u["result"] for u in json_lines(done.stdout) if u["type"] == "tool_result"]
-    assert results and results[0].startswith("Rejected: denied by policy"), results
+    expected = ("Rejected: --approve-all does not answer it: run_command(rm -rf *); the line "
+                "could not be read fully" if parse(line).unreadable else
+                "Rejected: denied by policy")
+    assert results and results[0].startswith(expected), results
     assert (work / "victim").is_dir()
 
 
@@ -350,3 +353,80 @@ def test_an_option_the_reader_cannot_read_is_not_read_fully(line, why):
     """Where the reader cannot tell what a program runs, the line is unreadable: a deny
     candidate never silently passes (SPEC R19 addendum)."""
     assert why in parse(line).unreadable
+
+
+# -- unreadable lines (issue 36, item 5): a deny rule reads every expansion; a line that
+#    could meet one but was not read fully asks, and only a person may answer; one that
+#    no reading lets meet it is not denied ("fail-closed turned into fail-useless") ----
+
+README_DENY = ["run_command(rm -rf *)", "run_command(rm -fr *)", "run_command(curl * | sh)",
+               "run_command(curl * | bash)"]
+
+
+@pytest.mark.parametrize("line", [
+    "ls *.py", "grep -n TODO *.txt", "echo $HOME",  # the issue's
+    "wc -l ./*.py ?.txt", "cat \"$HOME\"/notes.txt", "ls -la ${PWD}", "rm -r *",
+    "echo $HOME | grep x",
+])
+def test_no_reading_meets_a_deny_rule_so_it_is_not_denied(line):
+    found, note = decide([ApprovalPolicy(deny=README_DENY, allow=["run_command(ls *)"])],
+                         RUN, {"command": line})
+    assert found is None and "could not be read fully" in note, (found, note)
+
+
+def test_find_delete_meets_no_rm_rule():
+    found, note = decide([ApprovalPolicy(deny=README_DENY)], RUN,
+                         {"command": "find build -name '*.o' -delete"})
+    assert found is None, found
+
+
+@pytest.mark.parametrize("line", [
+    "r? -rf victim",  # the addendum's: r? may be rm
+    "$RM -rf victim", "rm $FLAGS victim", "rm -r$F victim", "sudo $CMD", "xargs $X",
+    "nice r* -rf victim", "ls *.py | sh", "curl $URL | sh", "echo `id`",
+    "sh -c \"$SCRIPT\"", "true\r#; rm -rf victim", "tar cf a.tar *",
+])
+def test_a_line_that_could_meet_a_deny_rule_asks_a_person(line):
+    """No allow rule (an exact one, a bare tool name) lets it through (nor a grant: one
+    is an allow rule of the session's layer, nor auto_allow: the policy decides first)."""
+    allow = ["run_command", f"run_command({line})", "run_command(r? *)"]
+    found, _ = decide([ApprovalPolicy(deny=README_DENY, allow=allow)], RUN,
+                      {"command": line})
+    assert found.effect == "ask" and needs_a_person(found.rule), (line, found)
+    assert ("the line could not be read fully" in found.rule or line == "nice r* -rf victim"
+            and "a glob could expand into words that meet it" in found.rule)
+    if parse(line).unreadable:
+        assert exact_rules(RUN, {"command": line}) == []  # nothing to grant
+
+
+def test_what_is_read_for_sure_is_still_denied():
+    for line in ("rm -rf $X", "rm -rf victim; echo $(id)", "curl x | sh; echo $A"):
+        found, _ = decide([ApprovalPolicy(deny=README_DENY)], RUN, {"command": line})
+        assert found.effect == "deny", (line, found)
+
+
+def test_r_glob_runs_rm_where_a_file_named_rm_lies(tmp_path):
+    """The real shell: ``r?`` expands to the file name ``rm``, which then runs /bin/rm."""
+    (tmp_path / "victim").mkdir()
+    (tmp_path / "rm").write_text("")
+    subprocess.run(["/bin/sh", "-c", "r? -rf victim"], cwd=tmp_path, capture_output=True,
+                   timeout=60)
+    assert not (tmp_path / "victim").exists()
+
+
+def test_under_approve_all_a_line_only_a_person_may_answer_is_refused(server, tmp_path):  # noqa: F811
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "victim").mkdir()
+    (work / "rm").write_text("")
+    policy = tmp_path / "rules.json"
+    policy.write_text(json.dumps({"deny": README_DENY, "allow": ["run_command"]}))
+    server.queue(calls_reply(("call_1", "run_command", {"command": "r? -rf victim"})))
+    server.queue(chat_stream("ok"))
+    done = run_chat("--base-url", server.base_url, "--json", "--approve-all", "--policy",
+                    str(policy), "go", cwd=work)
+    results = [u["result"] for u in json_lines(done.stdout) if u["type"] == "tool_result"]
+    assert results == ["Rejected: --approve-all does not answer it: run_command(rm -rf *); "
+                       "the line could not be read fully: a glob in a command's name; only "
+                       "a person can let it run"], done.stdout + done.stderr
+    assert (work / "victim").is_dir()

@@ -29,6 +29,7 @@ import sys
 import time
 
 from ..display import safe_text
+from ..policy import needs_a_person
 from ..errors import AgentflowError, Setting, Wording
 from ..builtin.sandbox import Sandbox, widened
 from ..session import AgentSession
@@ -344,8 +345,10 @@ class Chat:
         """
         approver = user_name()
         if self.args.approve_all or self.args.deny_all:
-            return [r.approve(approver) if self.args.approve_all
-                    else r.reject("denied by --deny-all", approver) for r in requests]
+            return [r.approve(approver) if self.args.approve_all and not self.person_only(r)
+                    else r.reject("denied by --deny-all" if self.args.deny_all else
+                                  f"--approve-all does not answer it: {self.why(r, 'rule')}",
+                                  approver) for r in requests]
         if not self.interactive or self.args.json:
             return None
         responses = []
@@ -436,17 +439,30 @@ class Chat:
             return summary(request, summarize(request.arguments))
         return summary(request)
 
-    def why(self, request: ToolApprovalRequest) -> str | None:
+    def why(self, request: ToolApprovalRequest, field: str = "why") -> str | None:
         """Why a call needs approval, as recorded at the gate (SPEC R18, R19).
+
+        Args:
+            request: the ``ToolApprovalRequest``.
+            field: ``"why"`` (the reason) or ``"rule"`` (the policy rule that asked).
+
+        Returns:
+            str | None: that field of the pending approval, or ``None``.
+        """
+        return next((getattr(r, field) for r in self.session.approvals.pending
+                     if r.call_id == request.call_id), None)
+
+    def person_only(self, request) -> bool:
+        """Whether only a person may let the call run: its line could meet a deny rule
+        but was not read fully (SPEC R19 addendum), so --approve-all refuses it.
 
         Args:
             request: the ``ToolApprovalRequest``.
 
         Returns:
-            str | None: the reason stored with the pending approval, or ``None``.
+            bool: ``policy.needs_a_person`` of its recorded rule.
         """
-        return next((r.why for r in self.session.approvals.pending
-                     if r.call_id == request.call_id), None)
+        return needs_a_person(self.why(request, "rule"))
 
     def layers(self) -> list:
         """The policy layers in the loop's order: --policy, the session's grants, the

@@ -259,6 +259,17 @@ TABLE = (
           "shell command, | pipes to one", check="less-commands"),
 )
 
+# Programs whose words never name a program to run, whatever they expand to (each one's
+# manual page: no option runs a command, reads a script or loads a library), so that
+# ``ls *.py`` or ``echo $HOME`` cannot meet ``rm -rf *`` (SPEC R19 addendum).
+RUNS_NOTHING = frozenset((
+    "ls", "cat", "echo", "grep", "egrep", "fgrep", "wc", "head", "tail", "cut", "tr",
+    "pwd", "true", "false", "test", "[", "basename", "dirname", "realpath", "readlink",
+    "stat", "file", "du", "df", "touch", "mkdir", "rmdir", "rm", "cp", "mv", "ln", "chmod",
+    "diff", "cmp", "comm", "nl", "tac", "rev", "seq", "date", "whoami", "id", "uname",
+    "printf", "sleep", "md5sum", "sha1sum", "sha256sum", "base64", "od", "xxd", "strings",
+    "tee", "mktemp", "paste", "join", "fold", "expand", "unexpand", "shuf", "cd", "pushd"))
+
 # NAME=value before a command: PATH, LD_PRELOAD, BASH_ENV, GIT_*, PAGER … change what runs
 ASSIGNMENTS = Entry(("NAME=value",), RUNS, "ld.so(8) LD_PRELOAD; sh(1p) PATH and ENV; "
                     "bash(1) BASH_ENV; git(1) ENVIRONMENT (GIT_CONFIG_PARAMETERS, "

@@ -229,6 +229,63 @@ class Glob:
         return ("tail",) in states or ("t", count, 0) in states
 
 
+    def meets(self, other: list, budget: int = 200_000) -> bool:
+        """Whether some text matches both this pattern (its stars "any") and the
+        pattern ``other``: a word of a line that may expand to any words is such a
+        star, and a deny rule that some expansion meets is met (SPEC R19 addendum).
+
+        Args:
+            other: ``(kind, value)`` tokens, each a literal or ``("star", "any")``.
+            budget: the pairs of positions looked at before the answer is ``True``
+                (it never fails open).
+
+        Returns:
+            bool: whether the two may match one text.
+        """
+        mine = [t for k, v in self.tokens for t in (
+            [("lit", c) for c in v] if k == "lit" else [(k, v)])]
+        theirs = [t for k, v in other for t in (
+            [("lit", c) for c in v] if k == "lit" else [(k, v)])]
+        if self.prefix:  # the body alone, or the body, the separator and anything
+            return _meet(mine, theirs, budget) or _meet(
+                mine + [("lit", self.prefix), ("star", _ANY)], theirs, budget)
+        return _meet(mine, theirs, budget)
+
+
+def _meet(a: list, b: list, budget: int) -> bool:
+    """Whether two token lists of literal characters and any-stars share a text: a walk
+    over pairs of positions, each seen once."""
+    head = 0
+    while head < min(len(a), len(b)) and a[head][0] == b[head][0] == "lit":
+        if a[head] != b[head]:
+            return False  # their literal starts differ: ls vs rm
+        head += 1
+    if len(a) * len(b) > budget:
+        return True
+    seen, todo = set(), [(head, head)]
+    while todo:
+        i, j = todo.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(a) and j == len(b):
+            return True
+        star_a = i < len(a) and a[i][0] == "star"
+        star_b = j < len(b) and b[j][0] == "star"
+        if star_a:
+            todo.append((i + 1, j))
+        if star_b:
+            todo.append((i, j + 1))
+        if i < len(a) and j < len(b):
+            if star_a and not star_b:
+                todo.append((i, j + 1))
+            elif star_b and not star_a:
+                todo.append((i + 1, j))
+            elif not star_a and a[i] == b[j]:
+                todo.append((i + 1, j + 1))
+    return False
+
+
 def glob_tokens(body: str, star: str) -> list:
     """The tokens of a wildcard pattern for ``Glob`` (as ``glob_regex`` reads it).
 

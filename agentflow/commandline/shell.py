@@ -66,6 +66,8 @@ POSIX_SHELLS = {"sh", "bash", "dash", "ash", "ksh", "mksh", "posh", "rbash"}
 OTHER_SHELLS = {"zsh", "fish", "csh", "tcsh", "pwsh", "nu", "xonsh", "elvish", "yash"}
 _SHELL_OPTION_ARGS = {"--rcfile", "--init-file"}
 MAX_LINE, MAX_DEPTH, MAX_WORDS, MAX_TEXT = 65_536, 8, 256, 16_384
+WILD = "\x03"  # a parameter expansion in a soft reading: any text
+_PARAMETER = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
 
 
 @dataclass
@@ -110,6 +112,10 @@ class CommandLine:
     nested: list["CommandLine"] = field(default_factory=list)
     unreadable: str | None = None
     stopped: bool = False  # reading stopped at the trouble (a pattern: it can never match)
+    # an unreadable line read again with its parameter expansions and globs as WILD
+    # (words that may stand for any words): ``None`` when something else stops it
+    soft: "CommandLine | None" = None
+    softly: bool = False  # this is such a reading
 
     def every_command(self):
         """Walk the line and the lines it runs (``sh -c``, ``eval``).
@@ -145,7 +151,8 @@ def quote(word: str) -> str:
     return word if _SAFE_WORD.fullmatch(word) else shlex.quote(word)
 
 
-def parse(line: str, pattern: bool = False, _depth: int = 0) -> CommandLine:
+def parse(line: str, pattern: bool = False, _depth: int = 0,
+          _soft: bool = False) -> CommandLine:
     """Read a command line, see the module's docstring. Never raises.
 
     Args:
@@ -156,7 +163,7 @@ def parse(line: str, pattern: bool = False, _depth: int = 0) -> CommandLine:
         CommandLine: the commands; an unreadable line also holds the commands read
         before the trouble and the whole text (blanks collapsed) as one more command.
     """
-    result = CommandLine()
+    result = CommandLine(softly=_soft)
     scanner = _Scanner(line, result, pattern, _depth)
     try:
         if len(line) > MAX_LINE and not pattern:
@@ -176,6 +183,10 @@ def parse(line: str, pattern: bool = False, _depth: int = 0) -> CommandLine:
     for nested in result.nested:
         if nested.unreadable and result.unreadable is None:
             result.unreadable = nested.unreadable
+    if _soft:
+        return None if result.stopped else result
+    if result.unreadable and not pattern:
+        result.soft = parse(line, _depth=_depth, _soft=True)
     return result
 
 
@@ -239,6 +250,19 @@ class _Scanner:
             raise UnreadableCommandLine("a redirection without a target")
         self.out.append(("op", op))
 
+    def wild_parameter(self, plain: bool, at: int | None = None) -> bool:
+        """In a soft reading (``CommandLine.soft``): ``$NAME`` or ``${NAME}`` at ``at``
+        becomes ``WILD``, a part that may be any text (unquoted: any words). Returns
+        whether it did; then ``self.i`` is past it."""
+        if not self.result.softly:
+            return False
+        found = _PARAMETER.match(self.s, self.i if at is None else at)
+        if found is None:
+            return False
+        self.add(WILD, plain)
+        self.i = found.end()
+        return True
+
     def check_char(self, c: str, quoted: bool) -> None:
         if self.pattern or c in _PRINTABLE or c in "\t\n":
             return
@@ -280,6 +304,8 @@ class _Scanner:
                     self.refuse('a translated string ($"…"), bash only')
                 elif s.startswith("$[", self.i):
                     self.refuse("an arithmetic expansion ($[…]), bash only")
+                elif self.wild_parameter(plain=True):
+                    continue
                 else:
                     self.refuse("an expansion ($…)")
                 self.add("$", True)
@@ -341,6 +367,9 @@ class _Scanner:
                 if s[i + 1] != "\n":
                     self.add(s[i + 1], False)
                 i += 2
+                continue
+            if c == "$" and self.wild_parameter(plain=False, at=i):
+                i = self.i
                 continue
             if c == "$" or c == "`":
                 self.refuse("an expansion inside double quotes")
@@ -467,7 +496,9 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
                 continue
             if name and (rest.startswith("[") or rest.startswith("+=")):
                 raise UnreadableCommandLine("a bash array or += assignment")
-        if not pattern and _is_glob(bare):
+        if not pattern and (_is_glob(bare) or WILD in bare) and result.softly:
+            globs.append(len(words))  # a word that may stand for any words
+        elif not pattern and _is_glob(bare):
             if not words:
                 raise UnreadableCommandLine("a glob in a command's name")
             if bare[:1] in "*?[-\x02" and (bare[:1] != "\x02" or text[:1] == "-"):
