@@ -78,7 +78,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from .commandline import command_rules, paths, shell
+from .commandline import allowlist, command_rules, paths, shell
 from .commandline.paths import user_policy_path  # noqa: F401  (public here since SPEC R19)
 from .commandline.patterns import (BACKSLASH, Glob, glob_tokens, path_matches,
                                    pattern_glob, protect, split_prefix)
@@ -688,7 +688,10 @@ class _Subject:
                 command, folder, lambda path, root=folder: _secret(path, root, secrets))
             if kind is not None:
                 return f"reads the folders it names, which hold a secret file ({kind})"
-        return None
+        after_cd = any(c.words[:1] in (["cd"], ["pushd"]) for c in self.commands[:index])
+        why = allowlist.unknown(command, _root(self.tool),
+                                bool(getattr(self.tool, "sandboxed", False)), after_cd)
+        return None if why is None else f"is not known to be harmless ({why})"
 
 
 def _wildcard(rule: Rule, kind: str) -> bool:

@@ -117,18 +117,29 @@ def test_no_wildcard_rule_allows_it(rule, line, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("rule, line", [
-    ("git *", "git archive HEAD"), ("python *", "python -I x.py"),
-    ("python *", "python -W ignore x.py"), ("perl *", "perl x.pl"),
-    ("node *", "node x.js --eval"), ("zip *", "zip -r a.zip src"), ("unzip *", "unzip -l a.zip"),
-    ("rsync *", "rsync -a src dst"), ("man *", "man ls"), ("sort *", "sort -n -k2 -t, f"),
-    ("uniq *", "uniq -c f"), ("jq *", "jq .name f.json"), ("jq *", "jq -r .envelope f"),
-    ("ps *", "ps aux"), ("ps *", "ps -ef"), ("ps *", "ps -eo pid,etime"), ("ps *", "ps -C sleep"),
-    ("yarn *", "yarn test"), ("printf *", "printf '%s\\n' x"), ("export *", "export A"),
-    ("curl *", "curl -d name=value https://example.invalid/x"), ("git *", "git show HEAD:README"),
+    ("man *", "man ls"), ("uniq *", "uniq f"), ("jq *", "jq .name f.json"), ("ps *", "ps aux"),
+    ("printf *", "printf '%s\\n' x"), ("export *", "export A"),
 ])
 def test_their_ordinary_work_stays_allowed(rule, line, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert effect(rule, line) == "allow"
+
+
+@pytest.mark.parametrize("rule, line", [
+    # issue 36: once allowed by the denylist, now asked about: the allowlist has no entry
+    # for these options (a program with none is allowed plain words only), or they
+    # print history (HEAD:README), or they run the repository's code outside the sandbox
+    ("git *", "git archive HEAD"), ("python *", "python -I x.py"), ("perl *", "perl x.pl"),
+    ("zip *", "zip -r a.zip src"), ("unzip *", "unzip -l a.zip"), ("sort *", "sort -n f"),
+    ("rsync *", "rsync -a src dst"), ("ps *", "ps -ef"), ("yarn *", "yarn test"),
+    ("curl *", "curl -d name=value https://example.invalid/x"),
+    ("git *", "git show HEAD:README"),
+])
+def test_what_the_allowlist_does_not_know_asks(rule, line, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    found, note = decide([ApprovalPolicy(allow=[f"run_command({rule})"])], RUN,
+                         {"command": line})
+    assert found is None and "is not known to be harmless" in note, note
 
 
 def _repository(path):
@@ -296,7 +307,7 @@ def test_a_recursive_reader_of_a_folder_holding_a_secret_is_refused(rule, line, 
     found, note = decide([ApprovalPolicy(allow=[f"run_command({rule})"])], run,
                          {"command": line})
     assert found is None and "hold a secret file (.env files)" in note
-    for allowed in ("grep -r TOKEN src", "rg TOKEN", "tar czf a.tgz src", "grep TOKEN src/a.py"):
+    for allowed in ("grep -r TOKEN src", "rg TOKEN", "tar tf a.tar", "grep TOKEN src/a.py"):
         rule = f"run_command({allowed.split()[0]} *)"
         assert decide([ApprovalPolicy(allow=[rule])], run, {"command": allowed})[0], allowed
 

@@ -318,22 +318,62 @@ def test_a_wildcard_rule_never_allows_a_line_that_runs_writes_or_reads_more(rule
 
 
 @pytest.mark.parametrize("rule, line", [
-    ("git *", "git status"), ("git *", "git log --oneline -5"), ("git *", "git diff HEAD~1"),
-    ("git *", "git -C sub status"), ("git *", "git commit -m 'fix: -c --output'"),
+    ("git *", "git status"), ("git *", "git log --oneline -5"), ("git *", "git diff"),
+    ("git *", "git diff --stat HEAD~1"), ("git *", "git show --stat HEAD"),
     ("find *", "find . -name '*.py' -print"), ("sed *", "sed -n 's/a/b/gp' f"),
     ("sed *", "sed -n '1,5p;/x/d' f"), ("sed *", "sed -E 's|a|b|2' f"),
     ("awk *", "awk '{print $1}' f"), ("awk *", "awk -F: '$3 == 0 {print $1}' /etc/passwd"),
-    ("rg *", "rg -n pattern src"), ("tar *", "tar tf a.tar"), ("tar *", "tar czf a.tgz src"),
-    ("python -m pytest *", "python -m pytest -q tests/test_x.py"),
-    ("pytest *", "pytest -x -k name"), ("make *", "make test"), ("npm *", "npm run test"),
-    ("npm *", "npm test"), ("curl *", "curl -fsS https://example.invalid/x"),
+    ("rg *", "rg -n pattern src"), ("tar *", "tar tf a.tar"), ("tar *", "tar -tvf a.tar"),
     ("less *", "less f"), ("cat *", "cat README.md"), ("ls *", "ls src/*.py"),
-    ("cat *", "cat ~/notes.txt"), ("python *", "python script.py --flag"),
+    ("cat *", "cat ~/notes.txt"), ("echo *", "echo -n hi"), ("set *", "set -eu"),
+    ("set *", "set -o pipefail"), ("export *", "export A"),
 ])
 def test_a_wildcard_rule_still_allows_the_programs_ordinary_work(rule, line, tmp_path,
                                                                  monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert effect(ApprovalPolicy(allow=[f"run_command({rule})"]), line) == "allow"
+
+
+def sandboxed_run():
+    """run_command as the policy sees it inside the sandbox (the sandbox itself is
+    test_sandbox.py's)."""
+    tool = builtin_tools(["run_command"])[0]
+    tool.sandboxed = True
+    return tool
+
+
+@pytest.mark.parametrize("rule, line", [
+    ("python -m pytest *", "python -m pytest -q tests/test_x.py"),
+    ("pytest *", "pytest -x -k name"), ("make *", "make test"), ("npm *", "npm run test"),
+    ("npm *", "npm test"), ("npm test *", "npm test"), ("python *", "python script.py --flag"),
+    ("./run.sh *", "./run.sh --fast"), ("perl *", "perl x.pl"),
+])
+def test_the_repository_s_code_runs_under_a_wildcard_rule_only_in_the_sandbox(
+        rule, line, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    policy = ApprovalPolicy(allow=[f"run_command({rule})"])
+    assert effect(policy, line, sandboxed_run()) == "allow"
+    assert effect(policy, line) is None
+    assert "only inside the sandbox" in note(policy, line)
+
+
+@pytest.mark.parametrize("rule, line, word", [
+    # an allowlist (issue 36): what the table does not know asks, naming the word
+    ("git *", "git diff HEAD~1", "`HEAD~1` may be a revision"),
+    ("git *", "git -C sub status", "git option -C"),
+    ("git *", "git commit -m 'fix: -c --output'", "`commit` is not a git sub-command"),
+    ("tar *", "tar czf a.tgz src", "`czf`"),
+    ("curl *", "curl -fsS https://example.invalid/x", "`-fsS` is an option"),
+    ("sort *", "sort -n -k2 -t, f", "`-n` is an option"),
+    ("make *", "make -p", "make option -p"),
+])
+def test_a_word_the_table_does_not_know_asks_and_is_named(rule, line, word, tmp_path,
+                                                         monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    policy = ApprovalPolicy(allow=[f"run_command({rule})"])
+    assert effect(policy, line, sandboxed_run()) is None
+    assert word in note(policy, line) or word in decide(
+        [policy], sandboxed_run(), {"command": line})[1]
 
 
 def test_the_note_names_the_table_entry_and_its_source():

@@ -75,7 +75,9 @@ def denied(rule: str, command: str) -> bool:
     ("cat *", "cat <<EOF\nhi\nEOF", False),
     ("echo *", "echo 'unterminated", False),
     # an operator inside quotes is an argument, not a chain
-    ("git commit -m *", 'git commit -m "fix && rm -rf /"', True),
+    ("echo commit -m *", 'echo commit -m "fix && rm -rf /"', True),
+    # a wildcard rule is an allowlist (issue 36): commit is no sub-command known harmless
+    ("git commit -m *", 'git commit -m "fix"', False),
     ("echo 'a  b'", 'echo "a  b"', True),
     ("echo 'a  b'", "echo a b", False),
     # trailing " *" and ":*": a prefix at a word boundary
@@ -85,13 +87,14 @@ def denied(rule: str, command: str) -> bool:
     ("ls:*", "ls -la", True),
     ("ls:*", "lsof", False),
     ("ls*", "lsof", True),  # no boundary asked for
-    ("npm run test:*", "npm run test", True),
-    ("npm run test:*", "npm run test -- --watch", True),
-    ("npm run test:*", "npm run testx", False),
+    ("echo run test:*", "echo run test", True),
+    ("echo run test:*", "echo run test -- --watch", True),
+    ("echo run test:*", "echo run testx", False),
+    ("npm run test:*", "npm run test", False),  # the repository's code: sandbox only
     # "*" anywhere spans any characters of one command
-    ("git * main", "git checkout main", True),
-    ("git * main", "git push origin/feature main", True),
-    ("git * main", "git checkout dev", False),
+    ("echo * main", "echo checkout main", True),
+    ("echo * main", "echo push origin/feature main", True),
+    ("echo * main", "echo checkout dev", False),
     ("echo \\*", "echo '*'", True),  # a literal star
     ("echo \\*", "echo x", False),
     # redirections: harmless ones are ignored, a write needs an exact rule
