@@ -78,8 +78,8 @@ _DIFF = _spec("git diff", flags="wbRz", valued="U", long_flags=_DIFF_FLAGS,
               long_optional=("stat", "color", "word-diff", "dirstat", "find-renames"))
 
 
-def _summary(args: list) -> bool:
-    given = {name for name, _ in options.read(args, _DIFF)[0]}
+def _summary(args: list, spec: Spec = None) -> bool:
+    given = {name for name, _ in options.read(args, spec or _DIFF)[0]}
     return bool(given & set(_SUMMARY))
 
 
@@ -107,7 +107,7 @@ _REVISION = re.compile(r"(HEAD|@|[A-Za-z_][A-Za-z0-9_./-]*)([~^][0-9]*)*\Z")
 def _show_check(args: list, root: str) -> str | None:
     """``git show`` in a summary form of commits named by name: a patch, a blob
     (``REV:path``, a blob's id) prints history's file contents."""
-    if not _summary(args) and not any(name in ("s", "no-patch") for name, _ in
+    if not _summary(args, _SHOW) and not any(name in ("s", "no-patch") for name, _ in
                                       options.read(args, _SHOW)[0]):
         return "git show prints the commit's patch (only --stat, --name-only, -s are " \
                "known harmless)"

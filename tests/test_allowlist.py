@@ -1,0 +1,186 @@
+"""A wildcard rule is an allowlist (issue 36, SPEC R19 addendum, fourth batch): lines that
+``git *``, ``make *``, ``npm *`` or a bare ``run_command`` let run although they wrote a
+file, ran a program or printed a secret from history or the environment. Each is first
+run for real in a temp folder, to show it does what the test says, then asked about
+under the wildcard rules; the lines people mean still run without asking."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from agentflow import ApprovalPolicy
+from agentflow.builtin.builtin_tools import builtin_tools
+from agentflow.policy import decide
+
+CANARY = "sk_live_canary_36"
+
+
+def run_tool(workspace, sandboxed=False):
+    tool = builtin_tools(["run_command"], workspace=workspace)[0]
+    tool.sandboxed = sandboxed  # as the policy sees a sandbox (the sandbox: test_sandbox.py)
+    return tool
+
+
+def decided(rules, line, workspace, sandboxed=False):
+    policy = ApprovalPolicy(allow=[f"run_command({r})" if r else "run_command" for r in rules])
+    found, note = decide([policy], run_tool(workspace, sandboxed), {"command": line})
+    return (found.effect if found else None), note
+
+
+def sh(line, cwd, **env):
+    done = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL,
+                          env={"PATH": os.environ["PATH"], "HOME": str(cwd), **env})
+    return done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """A repository whose history holds a committed-then-removed ``.env``, a stash, and a
+    bare repository shipped as plain files (``vendor/tool``) whose alias runs a program."""
+    path = tmp_path_factory.mktemp("repo")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=path,
+                       check=True, capture_output=True)
+    git("init", "-q", "-b", "main", ".")
+    (path / "f").write_text("one\n")
+    (path / ".env").write_text(f"STRIPE_KEY={CANARY}\n")
+    git("add", "f", ".env")
+    git("commit", "-q", "-m", "first")
+    git("rm", "-q", ".env")
+    git("commit", "-q", "-m", "remove the secret")
+    (path / "f").write_text("two\n")
+    git("commit", "-q", "-am", "second")
+    (path / "f").write_text("three\n")
+    git("stash", "-q")
+    git("init", "-q", "--bare", "vendor/tool")
+    subprocess.run(["git", "config", "-f", "vendor/tool/config", "alias.st",
+                    "!touch PWNED_ALIAS"], cwd=path, check=True)
+    return path
+
+
+GIT_WRITES = [  # the issue's, then variants of the kind
+    ("git stash show -p --output=W1", "W1"),
+    ("git read-tree --index-output=W2 HEAD", "W2"),
+    ("git checkout-index -a --prefix=W3/", "W3"),
+    ("git fast-export --export-marks=W4 HEAD", "W4"),
+    ("git format-patch -1 HEAD", "0001-second.patch"),
+    ("git log -1 --output=W5", "W5"),
+    ("git diff --output=W6 HEAD~1", "W6"),
+    ("git -C vendor/tool st", "vendor/tool/PWNED_ALIAS"),
+    ("git --git-dir=vendor/tool st", "PWNED_ALIAS"),
+]
+
+
+@pytest.mark.parametrize("line, written", GIT_WRITES)
+def test_git_lines_that_write_or_run_ask(line, written, repo):
+    sh(line, repo)
+    assert (repo / written).exists(), line
+    for rules in (["git *"], [None]):
+        effect, note = decided(rules, line, repo)
+        assert effect is None and "only an exact rule" in note, (line, note)
+
+
+def test_git_after_a_cd_into_another_repository_asks(repo):
+    sh("cd vendor/tool && git st", repo)
+    assert (repo / "vendor/tool/PWNED_ALIAS").exists()
+    effect, note = decided(["cd *", "git *"], "cd vendor/tool && git st", repo)
+    assert effect is None and "another repository" in note
+
+
+HISTORY = [  # the issue's four, then variants
+    "git log -p", "git show HEAD~1", "git diff HEAD~2 HEAD~1", "git grep STRIPE HEAD~2",
+    "git log --patch -1 HEAD~1", "git log -u", "git diff HEAD~2..HEAD~1",
+    "git show --format=%H HEAD~1", "git stash show -p",
+]
+
+
+@pytest.mark.parametrize("line", HISTORY)
+def test_lines_that_print_history_s_contents_ask(line, repo):
+    assert CANARY in sh(line, repo) or line == "git stash show -p", line
+    effect, note = decided(["git *"], line, repo)
+    assert effect is None and "is not known to be harmless" in note, note
+
+
+def test_a_blob_named_by_its_id_asks(repo):
+    blob = subprocess.run(["git", "rev-parse", "HEAD~2:.env"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    line = f"git show --stat {blob}"
+    assert CANARY in sh(line, repo)
+    assert decided(["git *"], line, repo)[0] is None
+
+
+@pytest.mark.parametrize("line", ["git log --stat", "git show --stat HEAD~1",
+                                  "git diff --stat HEAD~2 HEAD", "git log --oneline -5",
+                                  "git diff --name-only HEAD~2", "git status", "git diff",
+                                  "git show -s HEAD~1"])
+def test_their_summary_forms_run_and_print_no_secret(line, repo):
+    assert CANARY not in sh(line, repo)
+    assert decided(["git *"], line, repo)[0] == "allow", decided(["git *"], line, repo)
+
+
+@pytest.mark.parametrize("line", ["set", "export -p", "export", "declare -p", "env",
+                                  "printenv", "typeset"])
+def test_the_environment_is_never_printed_under_a_bare_rule(line, tmp_path):
+    """bash and dash print every variable (every secret) for these."""
+    shell = "bash" if line.startswith(("declare", "typeset")) else "sh"
+    done = subprocess.run([shell, "-c", line], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "SECRET_TOKEN": CANARY},
+                          timeout=60)
+    assert CANARY in done.stdout, line
+    effect, note = decided([None, f"{line.split()[0]} *"], line, tmp_path)
+    assert effect is None, (line, note)
+
+
+def test_make_p_prints_the_environment(tmp_path):
+    (tmp_path / "Makefile").write_text("test:\n\t@echo ok\n")
+    done = subprocess.run(["make", "-p"], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "SECRET_TOKEN": CANARY}, timeout=60)
+    assert CANARY in done.stdout
+    effect, note = decided(["make *"], "make -p", tmp_path, sandboxed=True)
+    assert effect is None and "make option -p" in note
+    assert decided(["make *"], "make test", tmp_path, sandboxed=True)[0] == "allow"
+
+
+@pytest.fixture
+def npm_project(tmp_path):
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed (Debian: apt install npm)")
+    (tmp_path / "package.json").write_text('{"name": "p", "version": "1.0.0", '
+                                           '"scripts": {"test": "echo tested"}}')
+    return tmp_path
+
+
+def test_npm_lines_that_print_the_environment_or_write_ask(npm_project):
+    assert CANARY in sh("npm run env", npm_project, SECRET_TOKEN=CANARY)
+    sh("npm version 9.9.9 --no-git-tag-version", npm_project)
+    assert '"9.9.9"' in (npm_project / "package.json").read_text()
+    for line in ("npm run env", "npm version 9.9.9 --no-git-tag-version",
+                 "npm c set script-shell=./evil.sh --location=project", "npm exec x",
+                 "npm --prefix /tmp test"):
+        effect, note = decided(["npm *"], line, npm_project, sandboxed=True)
+        assert effect is None and "only an exact rule" in note, (line, note)
+
+
+def test_the_lines_people_mean_still_run_without_asking(tmp_path):
+    """The issue's list, under its policy (sandboxed where they run code); ``ls *.py``
+    asks, naming the glob that could expand into an option."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.py").write_text("# TODO\n")
+    (tmp_path / "README.md").write_text("hi\n")
+    (tmp_path / "setup.cfg").write_text("[x]\n")
+    rules = ["git *", "ls *", "grep *", "cat *", "find *", "wc *", "head *",
+             "python -m pytest *", "make *", "npm test *"]
+    for line in ("git status", "git diff", "git log --oneline -5", "git show --stat HEAD",
+                 "ls -la", "ls src/*.py", "grep -rn TODO src", "cat README.md",
+                 "find . -name '*.py'", "wc -l ./*.py", "head -n 20 setup.cfg",
+                 "python -m pytest -q", "make test", "npm test"):
+        assert decided(rules, line, tmp_path, sandboxed=True)[0] == "allow", (
+            line, decided(rules, line, tmp_path, sandboxed=True))
+    effect, note = decided(rules, "ls *.py", tmp_path, sandboxed=True)
+    assert effect is None and "an unquoted glob (*.py) that could expand into an option" in note
