@@ -45,7 +45,7 @@ def git(ws, *args):
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_checkout_in_the_same_turn_cannot_turn_judged_paths_into_secrets(place):
-    """Issue 26: policy ``allow: run_command(git checkout *), write_file(src/**)``; in
+    """Issue 26: policy ``allow: run_command(git checkout -q feature), write_file(src/**)``; in
     one turn ``git checkout -q feature`` (whose branch holds ``notes.txt`` → the SSH
     key and ``src/config.txt`` → a file outside), then ``read_file(notes.txt)`` and
     ``write_file(src/config.txt)``. The read returned the key and the write went
@@ -69,7 +69,7 @@ def test_a_checkout_in_the_same_turn_cannot_turn_judged_paths_into_secrets(place
              ("call_2", "read_file", json.dumps({"path": "notes.txt"})),
              ("call_3", "write_file", json.dumps({"path": "src/config.txt",
                                                   "content": "pwned\n"}))]
-    policy = ApprovalPolicy(allow=["run_command(git checkout *)", "write_file(src/**)"])
+    policy = ApprovalPolicy(allow=["run_command(git checkout -q feature)", "write_file(src/**)"])
     with ReplayServer([chat_stream(tool_calls=calls), chat_stream("done")]) as model:
         client = OpenAIChatClient(model="m", base_url=model.base_url, api_key="x",
                                   max_retries=0)
