@@ -86,6 +86,20 @@ def loosen_update(update: dict, exact: frozenset) -> dict:
     return {**update, "result": loosen(update["result"], exact)}
 
 
+def firm(expected):
+    """``expected`` with the markers of ``loosen`` replaced by what they stand for, to
+    show in a failure text."""
+    if isinstance(expected, dict):
+        if set(expected) == {"$result"}:
+            return firm(expected["$result"])
+        if set(expected) == {"$text"}:
+            return f"<any text: {expected['$text']}>"
+        return {k: firm(v) for k, v in expected.items()}
+    if isinstance(expected, list):
+        return [firm(v) for v in expected]
+    return expected
+
+
 def matches_loosely(marker: dict, actual) -> bool:
     """Whether ``actual`` matches a ``$text`` or ``$result`` marker of ``loosen``."""
     if "$text" in marker:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from agentflow.testing.replay import ReplayServer
 
-from .aspects import (ASPECTS, Difference, compared, loosen_message, loosen_update,
+from .aspects import (ASPECTS, Difference, compared, firm, loosen_message, loosen_update,
                       matches_loosely)
 from .loader import CASES, PROFILE_CASES, case_replies, load_cases
 from .report import report
@@ -209,7 +209,7 @@ def _first_difference(expected, actual, where: str) -> str | None:
         if len(expected) != len(actual):
             extra = (f"unexpected {json.dumps(actual[len(expected)])[:160]}"
                      if len(actual) > len(expected)
-                     else f"missing {json.dumps(expected[len(actual)])[:160]}")
+                     else f"missing {json.dumps(firm(expected[len(actual)]))[:160]}")
             return f"{where}: {len(actual)} items, expected {len(expected)} ({extra})"
         return None
     if expected != actual or isinstance(expected, bool) != isinstance(actual, bool):
@@ -373,7 +373,7 @@ def by_rule(compare, aspects):
     differences found, each a ``Difference``, or ``[]``."""
     found = compare(frozenset())
     if found:
-        return found
+        return [Difference(p, getattr(p, "rule", None)) for p in found]
     for aspect in sorted(aspects):
         found = compare(frozenset({aspect}))
         if found:

@@ -244,3 +244,23 @@ def test_peers_md_files_a_failure_under_the_rule_the_runner_says_broke():
     assert classify(peer, "111-shape-error-in-chunk", ("SPEC §6", "R10"), detail, "R10")[0] \
         == "R10"
     assert classify(peer, "111-shape-error-in-chunk", ("SPEC §6", "R10"), detail)[0] == "SPEC §6"
+
+
+def test_a_missing_message_is_shown_as_the_case_gives_it_not_as_its_loose_form():
+    expect = {"history": [{"role": "tool", "tool_call_id": "c", "content": "12 GB"}]}
+    [problem], _ = check_turn(expect, {"history": []}, [], aspects=frozenset())
+    assert '"content": "12 GB"' in problem and "$result" not in problem
+
+
+class SkipsTheHistory(InProcess):
+    """Sends only the new input, never the history (an R2/R4 deviation in the request)."""
+
+    def run(self, message):
+        self.driver.session.messages[:] = []
+        return super().run(message)
+
+
+def test_a_request_that_differs_outside_every_aspect_is_refused_under_the_cases_rule():
+    [outcome] = run(SkipsTheHistory, "025-failed-first-call").values()
+    assert (outcome.status, outcome.broke) == ("fail", "R10")
+    assert outcome.detail.startswith("turn 2, model call 1 (request 2 of the case): messages")
