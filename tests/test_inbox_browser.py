@@ -446,9 +446,9 @@ def test_a_phone_can_read_and_tap_everything(browser, server, url, tmp_path):
         "path": "notes.txt", "content": "line one\nline two\n"})], tmp_path)
     with running_inbox(url) as inbox:
         page = open_inbox(browser, inbox, **PHONE)
+        screenshot(page, tmp_path, "inbox-phone-390.png")
         for details in page.locator("details").all():
             details.evaluate("d => d.open = true")  # every control, folded ones too
-        screenshot(page, tmp_path, "inbox-phone-390.png")
         measured = page.evaluate("""() => {
           const seen = (el) => el.getClientRects().length > 0 &&
             getComputedStyle(el).visibility !== 'hidden';
