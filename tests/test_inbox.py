@@ -756,3 +756,37 @@ def test_triage_filters_by_tool_session_and_text_groups_and_rejects_many(make_ag
     assert [(s, a and (a.approved, a.reason, a.approver)) for s, a in answers.items()] == [
         ("alpha-1", (False, "not today", "dana")), ("beta-1", (False, "not today", "dana")),
         ("alpha-2", None)]
+
+
+@pytest.mark.slow
+def test_the_command_prints_a_link_per_approver_on_ipv6_and_a_new_one_when_opened(url):
+    import signal
+    import subprocess
+    from helpers_cli import AGENTFLOW, child_env
+    with open_store(url):
+        pass
+    process = subprocess.Popen([AGENTFLOW, "inbox", "--store", url, "--unsigned", "--bind",
+                                "[::1]:0", "--approver", "dana", "--approver", "lee"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=child_env())
+    try:
+        lines = []
+        while not lines or not lines[-1].startswith("(each link opens"):
+            lines.append(process.stdout.readline())
+            assert lines[-1], lines
+        links = dict(re.findall(r"^(\w+): open (http://\[::1\]:\d+/#login=[\w-]+)$",
+                                "".join(lines), re.M))
+        assert set(links) == {"dana", "lee"}, lines
+        port = int(re.search(r"\]:(\d+)/", links["lee"]).group(1))
+        import http.client
+        connection = http.client.HTTPConnection("::1", port, timeout=10)
+        connection.request("POST", "/login", headers={
+            "Host": f"[::1]:{port}", "Origin": f"http://[::1]:{port}",
+            "X-Agentflow-Link": links["lee"].split("=", 1)[1]})
+        assert json.loads(connection.getresponse().read())["approver"] == "lee"
+        opened = process.stdout.readline()
+        assert re.fullmatch(r"lee's link was opened; for another browser: open "
+                            r"http://\[::1\]:\d+/#login=[\w-]+\n", opened), opened
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
