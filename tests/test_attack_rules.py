@@ -142,18 +142,24 @@ def test_what_the_allowlist_does_not_know_asks(rule, line, tmp_path, monkeypatch
     assert found is None and "is not known to be harmless" in note, note
 
 
-def _repository(path):
-    path.mkdir(exist_ok=True)
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory):
+    """``repository(path)`` makes ``path`` a git checkout with one commit and itself as a
+    submodule: a copy of one made once per module (six git runs, a clone among them)."""
+    template = tmp_path_factory.mktemp("repository")
+
     def git(*args):
         subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a",
-                        "-c", "protocol.file.allow=always", *args], cwd=path, check=True,
-                       capture_output=True)
+                        "-c", "protocol.file.allow=always", *args], cwd=template,
+                       check=True, capture_output=True)
     git("init", "-q", "-b", "master", ".")
-    (path / "f").write_text("x\n")
+    (template / "f").write_text("x\n")
     git("add", "f")
     git("commit", "-q", "-m", "x")
     git("submodule", "add", "-q", "./", "sub")
     git("commit", "-q", "-m", "sub")
+    # the submodule's paths are relative (sub/.git, .git/modules/sub): a copy works alone
+    return lambda path: shutil.copytree(template, path, symlinks=True, dirs_exist_ok=True)
 
 
 @pytest.mark.parametrize("line", [
@@ -163,14 +169,14 @@ def _repository(path):
     "git archive -o PWNED HEAD",
     "python3 -Ic 'open(\"PWNED\", \"w\")'",
     "perl -e 'open F, \">PWNED\"'",
-    "seq 1 100000 | sort -S 10k --compress-program=./c.sh",
+    "seq 1 2000 | sort -S 10k --compress-program=./c.sh",
 ])
-def test_the_attack_is_real_and_the_policy_refuses_it(line, tmp_path, monkeypatch):
+def test_the_attack_is_real_and_the_policy_refuses_it(line, repository, tmp_path, monkeypatch):
     """Run by /bin/sh, the line writes PWNED; under the wildcard rules of its programs
     the policy leaves the call to the person (no allow)."""
     for program in ("git", "python3", "perl", "sort"):
         assert shutil.which(program), program
-    _repository(tmp_path)
+    repository(tmp_path)
     (tmp_path / "c.sh").write_text("#!/bin/sh\ntouch PWNED\nexec cat\n")
     (tmp_path / "c.sh").chmod(0o755)
     subprocess.run(["/bin/sh", "-c", line], cwd=tmp_path, capture_output=True, timeout=60)
@@ -181,9 +187,10 @@ def test_the_attack_is_real_and_the_policy_refuses_it(line, tmp_path, monkeypatc
     assert found is None and "only an exact rule" in note
 
 
-def test_under_agentflow_chat_the_line_waits_and_nothing_runs(server, tmp_path):  # noqa: F811
+def test_under_agentflow_chat_the_line_waits_and_nothing_runs(server, repository,  # noqa: F811
+                                                            tmp_path):
     """Through the command, with a --policy file allowing ``git *``: the call pauses."""
-    _repository(tmp_path)
+    repository(tmp_path)
     policy = tmp_path / "rules.json"
     policy.write_text(json.dumps({"allow": ["run_command(git *)"]}))
     line = "git fetch-pack --upload-pack='touch PWNED;' ."
@@ -245,17 +252,18 @@ def test_a_deny_rule_naming_the_pipe_still_names_it():
 
 
 @pytest.mark.parametrize("line", DENY_BYPASSES)
-def test_under_approve_all_the_denied_line_deletes_nothing(line, server, tmp_path):  # noqa: F811
+def test_under_approve_all_the_denied_line_deletes_nothing(line, server,  # noqa: F811
+                                                          repository, tmp_path):
     """Run by /bin/sh the line deletes the folder; through agentflow chat
     --approve-all under ``deny: run_command(rm -rf *)`` it is refused."""
     control = tmp_path / "control"
-    _repository(control)
+    repository(control)
     (control / "victim").mkdir()
     subprocess.run(["/bin/sh", "-c", line], cwd=control, capture_output=True, timeout=60,
                    env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PAGER": "cat"})
     assert not (control / "victim").exists()
     work = tmp_path / "work"
-    _repository(work)
+    repository(work)
     (work / "victim").mkdir()
     policy = tmp_path / "rules.json"
     policy.write_text(json.dumps({"deny": ["run_command(rm -rf *)"]}))

@@ -5,6 +5,7 @@ deferred into a function or behind ``TYPE_CHECKING`` included), so a cycle canno
 """
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -56,6 +57,14 @@ def imports(known: dict) -> list:
     return edges
 
 
+@functools.cache
+def read_package() -> tuple:
+    """``(modules(), imports of them)``, read from the source once per test run: the
+    tests below only look at them, and parsing every module is most of their time."""
+    known = modules()
+    return known, tuple(imports(known))
+
+
 def is_core(module: str) -> bool:
     return not module.startswith(("agentflow.cli", "agentflow.testing", "agentflow.__main__"))
 
@@ -101,8 +110,7 @@ def graph_of(edges, known, skip=frozenset()) -> dict:
 
 
 def test_the_graph_is_read():
-    known = modules()
-    edges = imports(known)
+    known, edges = read_package()
     assert ("agentflow.function_invoking", "agentflow.gate", None) in edges
     assert ("agentflow.session", "agentflow.stores.files", "read_file") in edges  # deferred
     # the reader sees a cycle when there is one: the allowed edge makes one
@@ -111,20 +119,20 @@ def test_the_graph_is_read():
 
 
 def test_no_import_cycle_but_the_documented_one():
-    known = modules()
-    assert cycles(graph_of(imports(known), known, ALLOWED_CYCLE_EDGES)) == []
+    known, edges = read_package()
+    assert cycles(graph_of(edges, known, ALLOWED_CYCLE_EDGES)) == []
 
 
 def test_the_core_never_imports_the_command_line_or_the_test_tooling():
-    known = modules()
-    wrong = sorted({(i, t) for i, t, _ in imports(known)
+    known, edges = read_package()
+    wrong = sorted({(i, t) for i, t, _ in edges
                     if is_core(i) and not is_core(t)})
     assert wrong == []
 
 
 def test_no_private_name_is_used_across_modules():
-    known = modules()
-    private = sorted({(i, t, n) for i, t, n in imports(known)
+    known, edges = read_package()
+    private = sorted({(i, t, n) for i, t, n in edges
                       if n is not None and n.startswith("_") and not n.startswith("__")
                       and t != i})
     assert private == []
@@ -133,8 +141,8 @@ def test_no_private_name_is_used_across_modules():
 def test_the_command_line_imports_no_private_module():
     """``agentflow`` the command uses the library as a caller could: no ``_module``
     (issue 35; its private names are caught above)."""
-    known = modules()
-    private = sorted({(i, t) for i, t, _ in imports(known)
+    known, edges = read_package()
+    private = sorted({(i, t) for i, t, _ in edges
                       if i.startswith("agentflow.cli") and t in known
                       and any(part.startswith("_") and not part.startswith("__")
                               for part in t.split("."))})
@@ -145,8 +153,8 @@ def test_the_command_line_reading_imports_only_itself_and_the_errors():
     """What ``agentflow/commandline/__init__.py`` says it may import (issue 35): each
     other and ``agentflow.errors``, so the policy and the built-in tools can both use
     it without a cycle."""
-    known = modules()
-    wrong = sorted({(i, t) for i, t, _ in imports(known)
+    known, edges = read_package()
+    wrong = sorted({(i, t) for i, t, _ in edges
                     if i.startswith("agentflow.commandline.") and t in known
                     and not t.startswith("agentflow.commandline")
                     and t != "agentflow.errors"})
@@ -157,8 +165,8 @@ def test_nothing_in_the_core_imports_the_built_in_tools():
     """What ``agentflow/builtin/__init__.py`` says (issue 35): the library core never
     imports ``builtin/`` (the command line does), and ``builtin/`` never imports the
     command line or the test tooling."""
-    known = modules()
-    edges = {(i, t) for i, t, _ in imports(known) if t in known}
+    known, edges = read_package()
+    edges = {(i, t) for i, t, _ in edges if t in known}
     assert sorted((i, t) for i, t in edges if t.startswith("agentflow.builtin")
                   and is_core(i) and not i.startswith("agentflow.builtin")) == []
     assert sorted((i, t) for i, t in edges if i.startswith("agentflow.builtin")
