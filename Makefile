@@ -45,10 +45,12 @@ test: $(STAMP) $(NODE_STAMP)
 	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 # What make test leaves out (CI runs both): the tests marked slow (PostgreSQL, a real
-# server), and the files that run the command without a terminal (tests/helpers_cli.py)
-# again, each command through the console script in its own process, as a user runs
-# it, where make test runs those commands in-process.
-CLI_TESTS := $(shell grep -l -e run_agentflow -e run_chat tests/test_*.py)
+# server), and the files that run the command or Python (tests/helpers_cli.py,
+# helpers_pty.py, helpers_fork.py) again, each command through the console script in
+# its own process, as a user runs it, where make test runs those commands in-process,
+# or in a process forked from an interpreter that has agentflow imported already.
+CLI_TESTS := $(shell grep -l -e run_agentflow -e run_chat -e pty_chat -e PtyProcess \
+	-e helpers_fork tests/test_*.py)
 
 $(PLAYWRIGHT_STAMP): $(STAMP)
 	$(VENV)/bin/python -m pip install --quiet '$(PLAYWRIGHT)'

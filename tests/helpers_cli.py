@@ -8,7 +8,8 @@ Without a terminal, ``run_agentflow`` runs the command inside the test process
 line, environment, folder and standard input): a child would spend most of each test
 importing. ``CLI_TESTS_IN_SUBPROCESS=1`` (``make test-slow``, which CI runs as well)
 runs each through the console script in a child process instead, exactly as a user
-starts it. On a pseudo-terminal (``pty_chat``) the command is always a child."""
+starts it. On a pseudo-terminal (``pty_chat``) the command is always a child process
+(in make test forked from one that has agentflow imported: tests/helpers_fork.py)."""
 
 from __future__ import annotations
 

@@ -6,9 +6,13 @@ is typed, turns ``\\n`` into ``\\r\\n`` on output, and turns a typed ``\\x03`` i
 SIGINT for the child's foreground process group (Ctrl-C).
 
 A session leader gains a controlling terminal only by ``ioctl(TIOCSCTTY)``; that has
-to happen in the child, so the child is started as a tiny ``python -c`` that makes
-the pty its controlling terminal and then ``exec``s ``python -m agentflow ARGS``. The
-process that runs is therefore exactly ``sys.executable -m agentflow ARGS``.
+to happen in the child. Under ``CLI_TESTS_IN_SUBPROCESS=1`` (make test-slow, which CI
+runs) the child is started as a tiny ``python -c`` that makes the pty its controlling
+terminal and then ``exec``s ``python -m agentflow ARGS``: exactly the process a user
+starts. In make test the fork server of ``tests/helpers_fork.py`` forks that child
+instead, from an interpreter that has agentflow imported already: the same session,
+terminal, folder, environment and streams, without the half second an interpreter
+and its imports take.
 
 Reading never relies on timing: ``expect`` reads until a text appears (or the
 output ends), with a generous safety deadline only so that a broken prompt cannot
@@ -27,6 +31,9 @@ import termios
 import time
 
 import pytest
+
+import helpers_fork
+from helpers_fork import IN_SUBPROCESS
 
 TIMEOUT = 60  # seconds; a safety net against hangs, never an assertion
 
@@ -51,10 +58,16 @@ class PtyProcess:
         # width sideways, which would cut the prompts the tests read.
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 250, 0, 0))
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _EXEC_ON_CONTROLLING_TTY, *args], cwd=cwd, env=env,
-                stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
-                close_fds=True)
+            if IN_SUBPROCESS:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-c", _EXEC_ON_CONTROLLING_TTY, *args], cwd=cwd,
+                    env=env, stdin=slave, stdout=slave, stderr=slave,
+                    start_new_session=True, close_fds=True)
+            else:
+                self.proc = helpers_fork.popen(
+                    [sys.executable, "-m", "agentflow", *args], cwd=cwd, env=env,
+                    stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+                    terminal=True)
         finally:
             os.close(slave)
         self.buffer = b""
@@ -134,3 +147,4 @@ class PtyProcess:
             os.close(self.master)
         except OSError:
             pass
+
