@@ -15,6 +15,8 @@ from agentflow.errors import SessionError
 from agentflow.types import ToolCall
 from agentflow.testing.replay import ReplayServer, chat_stream
 
+import helpers_fork
+
 
 class Notes(ContextProvider):
     def __init__(self, instructions=None, messages=(), log=None):
@@ -158,8 +160,8 @@ def test_r15_a_paused_run_resumes_in_another_process(tmp_path):
             session.save({str(tmp_path / "s.json")!r})
             print(updates[-1].finish_reason.value)
         """)
-        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                             timeout=60)
+        out = helpers_fork.run([sys.executable, "-c", script], capture_output=True,
+                               text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip() == "stop"
         sent = s2.requests[0].json["messages"]

@@ -21,6 +21,7 @@ from agentflow.builtin.builtin_tools import builtin_tools
 from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.stores import SQLiteStore
 
+import helpers_fork
 from helpers_pty import PtyProcess
 from helpers_cli import calls_reply, child_env, run_chat
 
@@ -65,7 +66,7 @@ def pause_in_file(make_agent, path, log):
 def kill_worker_at(point, path, log):
     """Resume the paused file in a worker process, SIGKILL it at ``point``."""
     with ReplayServer([chat_stream(text="never reached")]) as server:
-        worker = subprocess.Popen(
+        worker = helpers_fork.popen(
             [sys.executable, os.path.join(HERE, "worker.py"), str(path), "s", server.base_url,
              str(log), "--respond", "c1=yes", "--stop-at", point],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -266,11 +267,11 @@ def test_r16_cli_killed_while_the_command_runs(server, tmp_path):
     """SIGKILL of ``agentflow chat --respond call_1=yes`` while the approved command
     runs: the command dies with it, and the same answer again runs nothing."""
     session, started, duration = cli_paused_on_a_slow_command(server, tmp_path)
-    cli = subprocess.Popen([sys.executable, "-m", "agentflow", "chat", "--base-url",
-                            server.base_url, "--session", str(session), "--respond",
-                            "call_1=yes"], cwd=tmp_path, env=child_env(),
-                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+    cli = helpers_fork.popen([sys.executable, "-m", "agentflow", "chat", "--base-url",
+                              server.base_url, "--session", str(session), "--respond",
+                              "call_1=yes"], cwd=tmp_path, env=child_env(),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
     wait_for_file(tmp_path / "pid")
     pid = sleep_pid(duration)
     cli.kill()

@@ -16,6 +16,8 @@ import pytest
 
 from agentflow.testing.replay import ReplayServer, chat_stream
 
+import helpers_fork
+
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "examples", "approval_service.py")
 REFUND = {"order_id": "42", "amount": 19.9}
@@ -37,7 +39,7 @@ def test_example_one_worker_pauses_another_resumes(store_url, tmp_path):
     with ReplayServer([chat_stream(text="Let me refund that.", tool_calls=[
                            ("call_1", "refund", json.dumps(REFUND))]),
                        chat_stream(text="Refunded 19.90 EUR.")]) as model:
-        workers = [subprocess.Popen(
+        workers = [helpers_fork.popen(
             [sys.executable, EXAMPLE, "--store", store_url, "--port", "0", "--base-url",
              model.base_url, "--ledger", str(ledger)], stdout=subprocess.PIPE, text=True,
             env={**os.environ, "OPENAI_API_KEY": "sk-test"}) for _ in range(2)]
@@ -90,7 +92,7 @@ def test_r24_the_example_refuses_an_approved_that_is_not_a_boolean(tmp_path, app
     with ReplayServer([chat_stream(text="Let me refund that.", tool_calls=[
                            ("call_1", "refund", json.dumps(REFUND))]),
                        chat_stream(text="Not refunded.")]) as model:
-        worker = subprocess.Popen(
+        worker = helpers_fork.popen(
             [sys.executable, EXAMPLE, "--store", store_url, "--port", "0", "--base-url",
              model.base_url, "--ledger", str(ledger)], stdout=subprocess.PIPE, text=True,
             env={**os.environ, "OPENAI_API_KEY": "sk-test"})

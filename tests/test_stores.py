@@ -21,6 +21,8 @@ from agentflow.testing.replay import ReplayServer, chat_stream
 from agentflow.types import ToolCall
 from agentflow.stores import open_store
 
+import helpers_fork
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAY = '{"amount": 120}'
 
@@ -208,7 +210,7 @@ def test_r22_open_saves_nothing_when_nothing_changed(store):
 
 def worker(store_url, base_url, log, *flags):
     """tests/worker.py resuming session ``s`` of the store, its pipes open."""
-    return subprocess.Popen(
+    return helpers_fork.popen(
         [sys.executable, os.path.join(HERE, "worker.py"), store_url, "s", base_url, str(log),
          *flags], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)

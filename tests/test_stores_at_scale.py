@@ -20,6 +20,8 @@ from agentflow.errors import SessionIntegrityError, StoreError
 from agentflow.stores import FileStore, SQLiteStore, open_store
 from agentflow.types import ToolCall
 
+import helpers_fork
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -277,8 +279,8 @@ def test_file_store_pending_under_concurrent_writers_raises_no_false_alarm(tmp_p
     store = FileStore(tmp_path)
     for name in ("a", "b"):
         store.save(name, waiting("c1", 10.0))
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path), name, "150"],
-                                stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    writers = [helpers_fork.popen([sys.executable, "-c", WRITER, str(tmp_path), name, "150"],
+                                  stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
     listings, errors = 0, []
     while any(w.poll() is None for w in writers):
         for entry in store.pending():

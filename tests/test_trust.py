@@ -21,6 +21,8 @@ from agentflow.errors import SessionIntegrityError, SessionLockedError
 from agentflow.types import ToolCall
 from agentflow.testing.replay import ReplayServer, chat_stream
 
+import helpers_fork
+
 RM = '{"command": "rm -rf /tmp/cache"}'
 RM_DIGEST = hashlib.sha256(b'{"command":"rm -rf /tmp/cache"}').hexdigest()
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
@@ -253,8 +255,9 @@ def test_a_paused_run_resumes_in_another_process(tmp_path):
     path, log = tmp_path / "s.json", tmp_path / "ran.log"
     pause_to_file(path)
     with ReplayServer([chat_stream(text="Cleaned.")]) as server:
-        out = subprocess.run([sys.executable, "-c", RESUME_SCRIPT, str(path), server.base_url,
-                              str(log), "k3y"], capture_output=True, text=True, timeout=60)
+        out = helpers_fork.run([sys.executable, "-c", RESUME_SCRIPT, str(path),
+                                server.base_url, str(log), "k3y"], capture_output=True,
+                               text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "stop"
     assert log.read_text() == "rm -rf /tmp/cache\n"
@@ -396,9 +399,9 @@ def test_attack_two_concurrent_resumes_of_one_saved_file(tmp_path):
     pause_to_file(path)
 
     def resume_in_a_process(*extra):
-        return subprocess.Popen([sys.executable, "-c", RESUME_SCRIPT, str(path),
-                                 server.base_url, str(log), "k3y", *extra],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return helpers_fork.popen([sys.executable, "-c", RESUME_SCRIPT, str(path),
+                                   server.base_url, str(log), "k3y", *extra],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     with ReplayServer([chat_stream(text="Cleaned."), chat_stream(text="Again.")]) as server:
         first = resume_in_a_process(str(release))
