@@ -62,7 +62,8 @@ def machine() -> list[str]:
 
 
 INBOX_TEXT = [
-    f"Issue 31 (bench/inbox.py): {inbox.WAITING:,} calls waiting in SQLite, a real "
+    f"Issues 31, 38 (bench/inbox.py): {inbox.WAITING:,} calls waiting in SQLite and in "
+    "PostgreSQL (a throwaway cluster), a real "
     "`agentflow inbox` and a real `agentflow worker` process. First paint: headless "
     "chromium opens a printed link (the page, the link's code exchanged for a page "
     "token, the first 50 calls drawn), from the navigation's start; beside it the "

@@ -7,6 +7,7 @@ tests/test_workers_campaigns.py."""
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 
@@ -450,3 +451,37 @@ def test_a_store_an_older_version_wrote_gets_its_ready_rows(tmp_path, make_agent
     again = SQLiteStore(path)
     assert list(again.answered()) == ["answered"] and again.cut_short() == ["cut"]
     again.close()
+
+
+# -- an answer wakes a waiting worker (issue 38: the click -> the tool call) ----------------
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
+def test_an_answer_wakes_a_waiting_worker_at_once(kind, request, tmp_path, make_agent):
+    """``store.wait(timeout)`` between a worker's looks returns when an inbox records
+    an answer (PostgreSQL: NOTIFY at its commit; SQLite: the file's data version), not
+    after the whole timeout."""
+    import threading
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path}/sessions.db"
+    else:
+        url = request.getfixturevalue("postgres_store")._dsn
+    with open_store(url) as inbox, open_store(url) as worker:
+        ledger = Ledger()
+        agent, _ = make_agent([chat_stream(text="Paying.", tool_calls=TWO_CALLS[:1])],
+                              tools=ledger.tools)
+        with inbox.open("s") as session:
+            list(agent.run("pay", session))
+        worker.wait(0.0)  # PostgreSQL: listening from here on
+        [entry] = inbox.pending()
+
+        def answer_now():  # an inbox of its own thread: SQLite connections stay in theirs
+            with open_store(url) as other:
+                other.answer("s", [_approve(entry)])
+        answer = threading.Timer(0.3, answer_now)
+        started = time.monotonic()
+        answer.start()
+        worker.wait(10.0)
+        waited = time.monotonic() - started
+        answer.join()
+        assert 0.25 < waited < 2.0, waited
+        assert list(worker.answered()) == ["s"]

@@ -244,7 +244,10 @@ class Worker:
                 self.trouble, pause = None, self.args.poll
             if once:
                 return
-            sleep(self.args.poll)
+            if sleep is time.sleep:
+                store.wait(self.args.poll)  # early when the store can tell of work
+            else:
+                sleep(self.args.poll)
 
     def report(self, session_id: str, problem: str) -> None:
         """Say once why a session is not resumed (again only when the reason changes).

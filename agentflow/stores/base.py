@@ -563,6 +563,17 @@ class SessionStore:
         release()
         return False
 
+    def wait(self, timeout: float) -> None:
+        """Wait until the store may have work for a worker (an answer, a session cut
+        short), or ``timeout`` seconds: what a worker does between two looks. Here a
+        sleep; the database stores return early when they can tell (SPEC R22
+        addendum, fourth batch).
+
+        Args:
+            timeout: seconds (float) to wait at most.
+        """
+        time.sleep(max(0.0, timeout))
+
     def cut_short(self) -> list[str]:
         """The ids of the sessions whose run was cut short and whose holder is gone
         (``readiness``), oldest first: what a worker continues (SPEC R22 addendum,

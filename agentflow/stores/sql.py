@@ -90,6 +90,7 @@ _ITEMS = "agentflow_session_items"
 _PENDING = "agentflow_pending_calls"
 _LEASES = "agentflow_leases"
 _READY = "agentflow_ready"
+_CHANNEL = "agentflow_ready"  # PostgreSQL NOTIFY channel: a session has work
 _SCHEMA = (
     (_TABLE, f"CREATE TABLE IF NOT EXISTS {_TABLE} (id TEXT PRIMARY KEY, revision BIGINT "
              "NOT NULL, data TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
@@ -357,6 +358,10 @@ class _SQLStore(SessionStore):
             if ready is not None:
                 self._execute(f"INSERT INTO {_READY} (session_id, why, since) VALUES "
                               "(?, ?, ?)", (session_id, *ready))
+                self._announce(session_id)
+
+    def _announce(self, session_id: str) -> None:
+        """Tell waiting workers, at commit, that a session has work (``wait``)."""
 
     def _landed(self, session_id: str, revision: int, head: str) -> bool | None:
         """After a commit whose outcome was lost with the connection: ``True`` when the
@@ -458,6 +463,20 @@ class SQLiteStore(_SQLStore):
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
 
+    def wait(self, timeout: float) -> None:
+        """As ``SessionStore.wait``: returns within 10 ms of another connection's
+        commit (``PRAGMA data_version``, which costs no read of a table), else after
+        ``timeout`` seconds."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        try:
+            seen = self._db.execute("PRAGMA data_version").fetchone()[0]
+            while time.monotonic() < deadline:
+                time.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+                if self._db.execute("PRAGMA data_version").fetchone()[0] != seen:
+                    return
+        except self._errors:  # the next look says what is wrong
+            time.sleep(max(0.0, deadline - time.monotonic()))
+
     def _fail(self, exc, doing, saved):
         import sqlite3
         text = str(exc).strip()
@@ -530,6 +549,7 @@ class PostgresStore(_SQLStore):
                        f"{info.get('dbname', '')}")  # never the password
         self.owner = f"{os.uname().nodename if hasattr(os, 'uname') else ''}:{os.getpid()}:" \
                      f"{uuid.uuid4().hex[:12]}"
+        self._listener = None  # the LISTEN connection of wait(), made when first waited
         self._db = self._connect(deadline=time.monotonic())
         self._keeper = _LeaseKeeper(self)
         self._attempt(lambda: self._create_schema(self._present), "creating the schema", False)
@@ -618,6 +638,30 @@ class PostgresStore(_SQLStore):
         # The advisory lock alone, taken and given back: no lease row is written.
         return session_id in self._open or self._keeper.busy(session_id)
 
+    def _announce(self, session_id: str) -> None:
+        self._execute("SELECT pg_notify(?, ?)", (_CHANNEL, session_id))
+
+    def wait(self, timeout: float) -> None:
+        """As ``SessionStore.wait``: returns as soon as another worker's or an inbox's
+        write leaves a session with work (``LISTEN``/``NOTIFY`` on a connection of its
+        own, made at the first call), else after ``timeout`` seconds."""
+        deadline = time.monotonic() + max(0.0, timeout)
+        try:
+            if self._listener is None or self._listener.closed or self._listener.broken:
+                self._listener = self._psycopg.connect(self._dsn, autocommit=True,
+                                                       connect_timeout=self._timeout)
+                self._listener.execute(f"LISTEN {_CHANNEL}")
+                return  # listening now; what came before, the next look finds
+            for _ in self._listener.notifies(timeout=max(0.0, deadline - time.monotonic()),
+                                             stop_after=1):
+                return
+        except self._errors:  # a restart: listen again next time; meanwhile, sleep
+            with contextlib.suppress(*self._errors):
+                if self._listener is not None:
+                    self._listener.close()
+            self._listener = None
+            time.sleep(max(0.0, deadline - time.monotonic()))
+
     def _check_lease(self, session_id: str) -> None:
         row = self._execute(f"SELECT owner FROM {_LEASES} WHERE id = ? FOR SHARE",
                             (session_id,)).fetchone()
@@ -630,6 +674,9 @@ class PostgresStore(_SQLStore):
 
     def close(self) -> None:
         self._keeper.close()
+        with contextlib.suppress(*self._errors):
+            if self._listener is not None:
+                self._listener.close()
         super().close()
 
 
