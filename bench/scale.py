@@ -97,13 +97,21 @@ def inbox(store, waiting: int, already: int) -> tuple[dict, int]:
                                          ChatMessage.assistant(None, [call])])
         session.approvals.issue(call, 1_000_000.0 + n)
         store.save(f"w{n:06d}", session)
-    times = []
+    times, polled = [], {"answered": [], "changes": []}
     for _ in range(max(5, runs())):
         start = time.perf_counter()
         page = store.pending(limit=100)
         times.append(time.perf_counter() - start)
     assert len(page) == min(100, waiting)
-    return summary(times), waiting
+    cursor, _ = store.changes()
+    for _ in range(max(5, runs())):  # what a worker and an inbox poll (issue 38)
+        start = time.perf_counter()
+        assert list(store.answered()) == []
+        polled["answered"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        cursor, changed = store.changes(cursor)
+        polled["changes"].append(time.perf_counter() - start)
+    return {"pending": summary(times), **{k: summary(v) for k, v in polled.items()}}, waiting
 
 
 def main() -> dict:
@@ -163,9 +171,19 @@ def table(result: dict) -> list[str]:
                                          for n in INBOX)
               + " | 50,000 / 10 | 50,000 / 100 |", "|---|" + "---|" * (len(INBOX) + 2)]
     for name, timings in result["inbox"].items():
-        lines.append(f"| {name} | " + " | ".join(ms(t) for t in timings)
-                     + f" | {timings[-1]['median'] / timings[0]['median']:.2f}× | "
-                     f"{timings[-1]['median'] / timings[1]['median']:.2f}× |")
+        pages = [t["pending"] for t in timings]
+        lines.append(f"| {name} | " + " | ".join(ms(t) for t in pages)
+                     + f" | {pages[-1]['median'] / pages[0]['median']:.2f}× | "
+                     f"{pages[-1]['median'] / pages[1]['median']:.2f}× |")
+    lines += ["", "What a worker and an inbox poll (issue 38), nothing answered: "
+              "`answered()` and the inbox's change detection (`changes(cursor)`), ms. "
+              "Goal: under 50 ms at 50,000 waiting.", "",
+              "| store | " + " | ".join(f"{what}, {n:,} waiting" for what in
+                                       ("answered()", "changes()") for n in INBOX) + " |",
+              "|---|" + "---|" * (2 * len(INBOX))]
+    for name, timings in result["inbox"].items():
+        lines.append(f"| {name} | " + " | ".join(ms(t[what]) for what in ("answered", "changes")
+                                                 for t in timings) + " |")
     return lines
 
 

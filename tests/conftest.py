@@ -77,7 +77,8 @@ def store_url(request, tmp_path):
     import psycopg
     with psycopg.connect(dsn, autocommit=True) as connection:
         connection.execute("DROP TABLE IF EXISTS agentflow_sessions, agentflow_session_items, "
-                           "agentflow_pending_calls, agentflow_leases, agentflow_ready")
+                           "agentflow_pending_calls, agentflow_leases, agentflow_ready, "
+                           "agentflow_inbox_changes")
     return dsn
 
 

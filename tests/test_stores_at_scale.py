@@ -59,7 +59,8 @@ def db_url(request, tmp_path):
         return f"sqlite:///{tmp_path}/sessions.db"
     dsn = request.getfixturevalue("postgres_dsn")
     run_sql(dsn, "DROP TABLE IF EXISTS agentflow_sessions, agentflow_session_items, "
-            "agentflow_pending_calls, agentflow_leases, agentflow_ready")
+            "agentflow_pending_calls, agentflow_leases, agentflow_ready, "
+            "agentflow_inbox_changes")
     return dsn
 
 

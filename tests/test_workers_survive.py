@@ -205,7 +205,8 @@ def postgres_store(postgres_dsn):
     import psycopg
     with psycopg.connect(postgres_dsn, autocommit=True) as connection:
         connection.execute("DROP TABLE IF EXISTS agentflow_sessions, agentflow_session_items, "
-                           "agentflow_pending_calls, agentflow_leases, agentflow_ready")
+                           "agentflow_pending_calls, agentflow_leases, agentflow_ready, "
+                           "agentflow_inbox_changes")
     from agentflow.stores import PostgresStore
     store = PostgresStore(postgres_dsn)
     yield store
@@ -485,3 +486,52 @@ def test_an_answer_wakes_a_waiting_worker_at_once(kind, request, tmp_path, make_
         answer.join()
         assert 0.25 < waited < 2.0, waited
         assert list(worker.answered()) == ["s"]
+
+
+# -- change detection reads only what changed (issue 38, item 7) ----------------------------
+
+def test_changes_names_only_the_sessions_whose_inbox_rows_changed(store, make_agent):
+    """An inbox's look asks ``changes`` and reads again only those sessions
+    (``pending_of``); a folder cannot tell, so it says to read everything."""
+    ledger = Ledger()
+    paused_twice(make_agent, store, ledger, session_id="a")
+    cursor, ids = store.changes()
+    assert ids is None  # the first look reads everything
+    cursor, ids = store.changes(cursor)
+    if type(store).__name__ == "FileStore":
+        assert (cursor, ids) == (None, None)
+        return
+    assert ids == []  # nothing changed: nothing to read
+    agent, _ = make_agent([chat_stream(text="Paying.", tool_calls=TWO_CALLS[:1])],
+                          tools=ledger.tools)
+    with store.open("b") as session:
+        list(agent.run("pay", session))
+    cursor, ids = store.changes(cursor)
+    assert ids == ["b"]
+    assert [(e.session_id, e.call_id) for e in store.pending_of(ids)] == [("b", "c1")]
+    [entry] = store.pending_of(["b"])
+    store.answer("b", [_approve(entry)])
+    cursor, ids = store.changes(cursor)
+    assert ids == ["b"] and store.pending_of(ids)[0].answer.approver == "dana"
+    store.delete("a")
+    cursor, ids = store.changes(cursor)
+    assert ids == ["a"] and store.pending_of(ids) == []
+
+
+def test_a_change_that_commits_late_is_still_seen(tmp_path, make_agent):
+    """PostgreSQL takes a write's number before its commit, so a write may commit
+    after one with a higher number: the look reads a window of recent numbers again."""
+    store = SQLiteStore(tmp_path / "sessions.db")
+    ledger = Ledger()
+    for name in ("a", "b"):
+        paused_twice(make_agent, store, ledger, session_id=name)
+    cursor, _ = store.changes()
+    cursor, _ = store.changes(cursor)
+    top = cursor[0]
+    store._db.execute("UPDATE agentflow_inbox_changes SET seq = ? WHERE session_id = 'a'",
+                      (top - 1,))  # a's later write, numbered before b's
+    store._db.execute("UPDATE agentflow_inbox_changes SET seq = ? WHERE session_id = 'b'",
+                      (top + 1,))
+    cursor, ids = store.changes(cursor)
+    assert ids == ["a", "b"]
+    store.close()

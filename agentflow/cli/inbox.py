@@ -47,6 +47,7 @@ from ..errors import (ApprovalError, SessionConflictError, SessionError, Session
                       StoreError)
 from ..redact import mask_url
 from ..stores import PendingEntry, open_store, open_store_waiting
+from ..stores.base import page
 from ..types import ToolApprovalResponse
 from .inbox_access import Access
 from .inbox_notify import Notifier
@@ -97,6 +98,9 @@ class Inbox:
         self._changed = threading.Condition()
         self.version = 0
         self.total: int | None = None  # calls waiting at the watcher's last look
+        self._cursor = None  # the watcher's store.changes cursor
+        self._by_session: dict = {}  # session id -> its entries, at the watcher's last look
+        self._stopped: set = set()  # the cut-short sessions at that look
         self.tools: list[str] = []  # the tools of the calls waiting then, for the filter
         self.stopping = False
         self.streams = self.streamed = 0
@@ -245,6 +249,26 @@ class Inbox:
             self._changed.wait_for(lambda: self.version != seen or self.stopping, timeout)
             return self.version
 
+    def _look(self, store) -> list:
+        """Every waiting call, reading only the sessions whose entries changed since
+        the last look (``store.changes``; a cut-short run whose worker died changes
+        nothing stored, so those few are compared at each look), or all of them when
+        the store cannot tell (SPEC R22 addendum, fourth batch)."""
+        cursor, changed = store.changes(self._cursor)
+        stopped = set(store.cut_short())
+        if changed is None or self._cursor is None:
+            self._by_session = {}
+            for entry in store.pending():
+                self._by_session.setdefault(entry.session_id, []).append(entry)
+        else:
+            changed = set(changed) | (stopped ^ self._stopped)
+            for session_id in changed:
+                self._by_session.pop(session_id, None)
+            for entry in store.pending_of(changed):
+                self._by_session.setdefault(entry.session_id, []).append(entry)
+        self._cursor, self._stopped = cursor, stopped
+        return page([e for entries in self._by_session.values() for e in entries], None, None)
+
     def _watch(self) -> None:
         """Look at the store every ``poll`` seconds (or longer, after a slow look);
         bump the change counter when the waiting calls or their answers change, and
@@ -256,7 +280,7 @@ class Inbox:
             began = time.monotonic()
             try:
                 store = store or self.store()
-                entries = self.entries(store)
+                entries = self._look(store)
             except (SessionError, OSError, ValueError, ImportError) as exc:
                 print(f"agentflow inbox: cannot read the store: {exc}", file=sys.stderr)
                 entries = None

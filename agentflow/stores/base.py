@@ -563,6 +563,38 @@ class SessionStore:
         release()
         return False
 
+    def changes(self, since: Any = None) -> tuple[Any, list[str] | None]:
+        """What an inbox must read again since its last look (SPEC R22 addendum,
+        fourth batch: change detection reads only what changed).
+
+        Args:
+            since: the cursor the previous call returned, or ``None`` at the first.
+
+        Returns:
+            tuple: ``(cursor, ids)``: the cursor to pass next time, and the ids (list of
+            str) of the sessions whose entries may have changed, to read with
+            ``pending_of``; ``None`` instead of the ids: read everything (``pending``).
+            Here always ``None``: a folder keeps no record of its changes.
+        """
+        return None, None
+
+    def pending_of(self, session_ids, now: float | None = None) -> list[PendingEntry]:
+        """``pending``'s entries of some sessions only (``changes``).
+
+        Args:
+            session_ids: the ids (iterable of str).
+            now: POSIX seconds the ages are counted to (default: the clock).
+
+        Returns:
+            list[PendingEntry]: in the inbox order.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        wanted = set(session_ids)
+        now = time.time() if now is None else now
+        return [e for e in self.pending(now) if e.session_id in wanted]
+
     def wait(self, timeout: float) -> None:
         """Wait until the store may have work for a worker (an answer, a session cut
         short), or ``timeout`` seconds: what a worker does between two looks. Here a

@@ -6,6 +6,7 @@ addendum, "Stores at scale").
     agentflow_session_items(session_id, kind, position, data, mac)   -- messages, audit
     agentflow_pending_calls(session_id, call_id, issued_at, data, mac)  -- the inbox
     agentflow_ready(session_id, why, since)  -- what a worker has to do, without a person
+    agentflow_inbox_changes(session_id, seq)  -- the last write that changed its inbox rows
 
 A session is a small head row (``data``: everything but its messages and audit
 trail, ``rows.py``), one item row per message and audit record, and one row per call
@@ -91,6 +92,10 @@ _PENDING = "agentflow_pending_calls"
 _LEASES = "agentflow_leases"
 _READY = "agentflow_ready"
 _CHANNEL = "agentflow_ready"  # PostgreSQL NOTIFY channel: a session has work
+_CHANGES = "agentflow_inbox_changes"
+# Changes an inbox reads again each look: a write's sequence number is taken before its
+# commit, so one may commit after a higher one; a window this deep catches it.
+_WINDOW = 1000
 _SCHEMA = (
     (_TABLE, f"CREATE TABLE IF NOT EXISTS {_TABLE} (id TEXT PRIMARY KEY, revision BIGINT "
              "NOT NULL, data TEXT NOT NULL, updated_at DOUBLE PRECISION NOT NULL, "
@@ -109,6 +114,9 @@ _SCHEMA = (
              "NOT NULL, since DOUBLE PRECISION NOT NULL)"),
     (f"{_READY}_order", f"CREATE INDEX IF NOT EXISTS {_READY}_order ON {_READY} "
                         "(why, since, session_id)"),
+    (_CHANGES, f"CREATE TABLE IF NOT EXISTS {_CHANGES} (session_id TEXT PRIMARY KEY, seq "
+               "BIGINT NOT NULL)"),
+    (f"{_CHANGES}_seq", f"CREATE INDEX IF NOT EXISTS {_CHANGES}_seq ON {_CHANGES} (seq)"),
 )
 
 
@@ -245,7 +253,22 @@ class _SQLStore(SessionStore):
                                   "WHERE waiting_since IS NOT NULL").fetchall())
         found, legacy = self._attempt(work, "listing the pending calls", False)
         entries = [cut_short_entry(session_id, since, now)
-                   for session_id, since in self._ready("cut short")]
+                   for session_id, since in self._ready("cut short")] + self._entries(found, now)
+        for session_id, revision, text, since in legacy:  # written before the rows layout
+            try:
+                session = self._decode(session_id, revision, text)
+            except SessionError as exc:
+                if isinstance(exc, StoreError):
+                    raise
+                entries.append(broken_entry(session_id, exc, since, now))
+                continue
+            entries += pending_entries(session_id, session, now)
+        return page(entries, limit, after)
+
+    def _entries(self, found, now: float) -> list:
+        """The inbox entries of pending rows ``(session_id, call_id, issued_at, data,
+        mac)``, each checked; a row that is not one is an entry with its error."""
+        entries = []
         for session_id, call_id, issued_at, text, mac in found:
             try:
                 data = rows.read_pending_row(session_id, text, mac, self.secret)
@@ -258,16 +281,7 @@ class _SQLStore(SessionStore):
                     answer=RecordedAnswer(**answer) if answer is not None else None))
             except (ValueError, KeyError, TypeError, SessionError) as exc:
                 entries.append(broken_entry(session_id, exc, issued_at, now))
-        for session_id, revision, text, since in legacy:  # written before the rows layout
-            try:
-                session = self._decode(session_id, revision, text)
-            except SessionError as exc:
-                if isinstance(exc, StoreError):
-                    raise
-                entries.append(broken_entry(session_id, exc, since, now))
-                continue
-            entries += pending_entries(session_id, session, now)
-        return page(entries, limit, after)
+        return entries
 
     def _ready(self, why: str) -> list:
         """``(session_id, since)`` of the ready rows of one kind, oldest first; the
@@ -354,6 +368,7 @@ class _SQLStore(SessionStore):
                 self._many(f"INSERT INTO {_PENDING} (session_id, call_id, issued_at, data, "
                            "mac) VALUES (?, ?, ?, ?, ?)",
                            [(session_id, *row) for row in change.pending])
+                self._changed(session_id)
             self._execute(f"DELETE FROM {_READY} WHERE session_id = ?", (session_id,))
             if ready is not None:
                 self._execute(f"INSERT INTO {_READY} (session_id, why, since) VALUES "
@@ -362,6 +377,49 @@ class _SQLStore(SessionStore):
 
     def _announce(self, session_id: str) -> None:
         """Tell waiting workers, at commit, that a session has work (``wait``)."""
+
+    def _changed(self, session_id: str) -> None:
+        """Record that the session's inbox rows changed (``changes``)."""
+        self._execute(f"INSERT INTO {_CHANGES} (session_id, seq) VALUES (?, {self._next}) "
+                      "ON CONFLICT (session_id) DO UPDATE SET seq = EXCLUDED.seq",
+                      (session_id,))
+
+    _next = f"(SELECT coalesce(max(seq), 0) + 1 FROM {_CHANGES})"  # writers take turns
+
+    def changes(self, since=None):
+        """As ``SessionStore.changes``: reads the changes table's rows of the last
+        ``_WINDOW`` writes that changed inbox rows, by its index."""
+        if not self._has_ready:  # a read-only file an older version wrote
+            return None, None
+        old_top, old_seen = since if since is not None else (None, frozenset())
+
+        def work():
+            top = self._execute(f"SELECT coalesce(max(seq), 0) FROM {_CHANGES}").fetchone()[0]
+            start = min(top, old_top if old_top is not None else top) - _WINDOW
+            return top, self._execute(f"SELECT session_id, seq FROM {_CHANGES} WHERE "
+                                      "seq > ?", (start,)).fetchall()
+        top, found = self._attempt(work, "reading what changed in the inbox", False)
+        cursor = (top, frozenset((i, n) for i, n in found if n > top - _WINDOW))
+        if since is None:
+            return cursor, None
+        return cursor, sorted({i for i, n in found if (i, n) not in old_seen})
+
+    def pending_of(self, session_ids, now=None):
+        """As ``SessionStore.pending_of``: those sessions' inbox rows only."""
+        wanted = sorted(set(session_ids))
+        now = time.time() if now is None else now
+        found = []
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            found += self._attempt(lambda: self._execute(
+                f"SELECT session_id, call_id, issued_at, data, mac FROM {_PENDING} WHERE "
+                f"session_id IN ({marks})", tuple(chunk)).fetchall(),
+                "listing the pending calls", False)
+        entries = self._entries(found, now) + [
+            cut_short_entry(i, since, now) for i, since in self._ready("cut short")
+            if i in set(wanted)]
+        return page(entries, None, None)
 
     def _landed(self, session_id: str, revision: int, head: str) -> bool | None:
         """After a commit whose outcome was lost with the connection: ``True`` when the
@@ -383,6 +441,7 @@ class _SQLStore(SessionStore):
                 self._execute(f"DELETE FROM {_TABLE} WHERE id = ?", (session_id,))
                 for table in (_ITEMS, _PENDING, _READY):
                     self._execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+                self._changed(session_id)
         self._attempt(work, f"deleting session {session_id!r}", True)
 
     def close(self) -> None:
@@ -625,7 +684,10 @@ class PostgresStore(_SQLStore):
     def _schema(self):
         return _SCHEMA + ((_LEASES, f"CREATE TABLE IF NOT EXISTS {_LEASES} (id TEXT PRIMARY "
                                     "KEY, owner TEXT NOT NULL, heartbeat DOUBLE PRECISION "
-                                    "NOT NULL)"),)
+                                    "NOT NULL)"),
+                          (f"{_CHANGES}_n", f"CREATE SEQUENCE IF NOT EXISTS {_CHANGES}_n"))
+
+    _next = f"nextval('{_CHANGES}_n')"  # writers do not wait for each other's turn
 
     def _schema_lock(self) -> None:
         # CREATE … IF NOT EXISTS is not safe against a second worker doing the same.
