@@ -525,7 +525,11 @@ class SQLiteStore(_SQLStore):
     def wait(self, timeout: float) -> None:
         """As ``SessionStore.wait``: returns within 10 ms of another connection's
         commit (``PRAGMA data_version``, which costs no read of a table), else after
-        ``timeout`` seconds."""
+        ``timeout`` seconds.
+
+        Args:
+            timeout: seconds (float) to wait at most.
+        """
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             seen = self._db.execute("PRAGMA data_version").fetchone()[0]
@@ -706,7 +710,11 @@ class PostgresStore(_SQLStore):
     def wait(self, timeout: float) -> None:
         """As ``SessionStore.wait``: returns as soon as another worker's or an inbox's
         write leaves a session with work (``LISTEN``/``NOTIFY`` on a connection of its
-        own, made at the first call), else after ``timeout`` seconds."""
+        own, made at the first call), else after ``timeout`` seconds.
+
+        Args:
+            timeout: seconds (float) to wait at most.
+        """
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             if self._listener is None or self._listener.closed or self._listener.broken:
