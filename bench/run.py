@@ -17,6 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import decode  # noqa: E402
+import early_finish  # noqa: E402
 import inbox  # noqa: E402
 import keepalive  # noqa: E402
 import linear  # noqa: E402
@@ -243,6 +244,16 @@ def main() -> int:
               f"R27), on a workspace of {secrets_scan.PACKAGES * secrets_scan.FILES:,} files; "
               "the first call of a process and each later one, beside a plain `os.walk`.", ""]
     lines += secrets_scan.table(secrets_scan.main())
+
+    print("stalls after a finish ...", flush=True)
+    lines += ["", "## 14. Stalls after a finish_reason", "",
+              f"Issue 41 (bench/early_finish.py): a keep-alive loopback server sends text and "
+              f"`stop`, then after a {early_finish.STALL:g} s pause the tool call (a gateway "
+              "that finishes early), or nothing until the client lets go (a server stalled "
+              f"after its real finish); `finish_wait` {early_finish.FINISH_WAIT:g} s (the "
+              f"default) and {early_finish.OLD_WAIT:g} s (the wait before issue 41). Each once.",
+              ""]
+    lines += early_finish.table(early_finish.main())
 
     if failures:
         lines += ["", "## Not measured", ""] + [f"- {f}" for f in failures]

@@ -11,7 +11,6 @@ real stall takes is measured in bench, not here.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -19,7 +18,7 @@ import pytest
 
 from agentflow import ChatClientAgent, ChatMessage, OpenAIChatClient, tool
 from agentflow.openai_client import FINISH_WAIT
-from agentflow.testing.replay import Reply, ReplayServer, chat_stream
+from agentflow.testing.replay import Reply, ReplayServer, chat_stream, delta_event
 from agentflow.types import (Finish, FinishReason, TextDelta, ToolCallArgs, ToolCallEnd,
                              ToolCallStart, ToolResult)
 
@@ -30,17 +29,13 @@ def list_files(folder: str) -> str:
     return f"listed {folder}"
 
 
-def event(delta: dict, finish: str | None = None) -> bytes:
-    chunk = {"object": "chat.completion.chunk", "model": "m",
-             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    return f"data: {json.dumps(chunk)}\n\n".encode()
-
-
-HEAD = event({"role": "assistant", "content": "Let me look."}) + event({}, "stop")
-CALL = (event({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+HEAD = (delta_event({"role": "assistant", "content": "Let me look."})
+        + delta_event({}, "stop"))
+CALL = (delta_event({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
                                "function": {"name": "list_files", "arguments": ""}}]})
-        + event({"tool_calls": [{"index": 0, "function": {"arguments": '{"folder": "src"}'}}]})
-        + event({}, "tool_calls") + b"data: [DONE]\n\n")
+        + delta_event({"tool_calls": [{"index": 0,
+                                       "function": {"arguments": '{"folder": "src"}'}}]})
+        + delta_event({}, "tool_calls") + b"data: [DONE]\n\n")
 
 
 def client_for(server: ReplayServer, **settings) -> OpenAIChatClient:
@@ -103,15 +98,14 @@ def test_stop_on_every_chunk_keeps_every_chunk():
     """LiteLLM's Gemini adapter: ``stop`` on each intermediate chunk, the call's
     included. Every chunk after a finish continues the turn; with calls present the
     turn ended with tool calls (SPEC §6)."""
-    body = (event({"role": "assistant", "content": "Looking"}, "stop")
-            + event({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                     "function": {"name": "list_files", "arguments": ""}}]},
-                    "stop")
-            + event({"tool_calls": [{"index": 0, "function": {"arguments": '{"folder":'}}]},
-                    "stop")
-            + event({"tool_calls": [{"index": 0, "function": {"arguments": ' "src"}'}}]},
-                    "stop")
-            + b"data: [DONE]\n\n")
+    def arguments(fragment: str) -> dict:
+        return {"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]}
+
+    header = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                              "function": {"name": "list_files", "arguments": ""}}]}
+    body = b"".join(delta_event(delta, "stop") for delta in (
+        {"role": "assistant", "content": "Looking"}, header, arguments('{"folder":'),
+        arguments(' "src"}'))) + b"data: [DONE]\n\n"
     with ReplayServer([Reply(chunks=[body])], keep_alive="chunked") as server:
         updates = list(client_for(server).run([ChatMessage.user("hi")], tools=[list_files]))
     assert updates == [
@@ -126,8 +120,9 @@ def test_stop_on_every_chunk_keeps_every_chunk():
 def test_the_last_finish_reason_seen_is_the_turns():
     """SPEC §6 "the last finish reason seen is the turn's": ``stop``, more text, then
     ``length``: the turn was cut short, and says so."""
-    body = (event({"role": "assistant", "content": "One"}, "stop")
-            + event({"content": " two"}) + event({}, "length") + b"data: [DONE]\n\n")
+    body = (delta_event({"role": "assistant", "content": "One"}, "stop")
+            + delta_event({"content": " two"}) + delta_event({}, "length")
+            + b"data: [DONE]\n\n")
     with ReplayServer([Reply(chunks=[body])], keep_alive="chunked") as server:
         updates = list(client_for(server).run([ChatMessage.user("hi")]))
     assert updates[-1].finish_reason is FinishReason.LENGTH

@@ -326,6 +326,24 @@ def _text(body: bytes | str) -> str:
     return body.decode("utf-8", "replace") if isinstance(body, bytes) else body
 
 
+def delta_event(delta: dict, finish_reason: str | None = None,
+                model: str = "replay-model") -> bytes:
+    """One SSE event of a chat-completions stream: a chunk of one choice.
+
+    Args:
+        delta: the choice's ``delta`` (dict), e.g. ``{"content": "Hi"}``.
+        finish_reason: the choice's ``finish_reason`` (str), or ``None``.
+        model: the chunk's ``model`` field (str).
+
+    Returns:
+        bytes: ``data: {chunk}`` and the blank line that ends the event.
+    """
+    chunk = {"id": "chatcmpl-replay", "object": "chat.completion.chunk", "created": 0,
+             "model": model, "choices": [{"index": 0, "delta": delta,
+                                          "finish_reason": finish_reason}]}
+    return f"data: {json.dumps(chunk)}\n\n".encode("utf-8")
+
+
 def chat_stream(text: str = "", tool_calls=(), finish_reason: str | None = None,
                 usage: tuple[int, int] | None = (10, 5), reasoning: str = "",
                 model: str = "replay-model", done: bool = True) -> bytes:
