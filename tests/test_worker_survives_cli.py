@@ -165,3 +165,54 @@ def test_pending_lists_a_cut_short_session_and_a_worker_continues_it(server, url
     assert ran(tmp_path) == []
     assert "nothing waits" in run_agentflow("pending", "--store", url, cwd=tmp_path).stdout
     assert "continuing" not in worker_once(url, server, tmp_path)
+
+
+# -- the worker's own sandbox settings (SPEC R27, issue 37's leftover) ----------------------
+
+def answer_with(url, session_id, arguments):
+    """Approve the session's waiting call in the store with edited ``arguments``."""
+    from agentflow.types import ToolApprovalResponse
+    with open_store(url, store_key()) as store:
+        [entry] = [e for e in store.pending() if e.session_id == session_id]
+        store.answer(session_id, [ToolApprovalResponse(
+            entry.call_id, True, digest=entry.digest, request_id=entry.request_id,
+            approver="dana", arguments=arguments)])
+
+
+@pytest.mark.slow  # a sandbox (bwrap)
+def test_a_worker_with_sandbox_required_refuses_an_edit_that_leaves_the_sandbox(
+        server, url, tmp_path):
+    """The inbox's edit turns the call's sandbox off: a worker whose settings forbid
+    running outside its sandbox refuses that answer (the page asks again), and runs
+    nothing; a worker without the flag runs the edit the person approved."""
+    from helpers_cli import need_bwrap
+    need_bwrap()
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    answer_with(url, "t-1", {**ECHO, "sandbox": False})
+    log = worker_once(url, server, tmp_path, "--sandbox-required")
+    assert ("worker: refused the answers to t-1: call call_1 would run outside the sandbox "
+            "(sandbox: false), and this worker runs commands only in its sandbox "
+            "(--sandbox-required)") in log, log
+    assert ran(tmp_path) == []
+    with open_store(url, store_key()) as store:
+        [entry] = store.pending()
+    assert entry.answer.refused.startswith("call call_1 would run outside the sandbox")
+    answer_with(url, "t-1", ECHO)  # answered again, inside the sandbox: it runs
+    server.queue(chat_stream(text="It ran."))
+    assert "t-1: done" in worker_once(url, server, tmp_path, "--sandbox-required")
+    assert ran(tmp_path) == ["ran"]
+
+
+@pytest.mark.slow  # a sandbox (bwrap)
+def test_a_worker_takes_the_chats_sandbox_flags(server, url, tmp_path):
+    """``agentflow worker --sandbox read-only``: the approved command cannot write in
+    the workspace, as under ``agentflow chat --sandbox read-only``."""
+    from helpers_cli import need_bwrap
+    need_bwrap()
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    answer_with(url, "t-1", None)
+    server.queue(chat_stream(text="Could not."))
+    log = worker_once(url, server, tmp_path, "--sandbox", "read-only")
+    assert "t-1: done" in log
+    assert ran(tmp_path) == []
+    assert "Read-only file system" in server.requests[-1].json["messages"][-1]["content"]

@@ -40,7 +40,8 @@ from ..stores.answers import ready_responses, refuse_answers
 _CHAT_FLAGS = ("base_url", "model", "api_key_env", "profile", "system", "tools", "mcp",
                "mcp_approval",
                "max_rounds", "read_timeout", "command_timeout", "output_cap", "workspace",
-               "policy", "debug", "store_key", "unsigned")
+               "policy", "debug", "store_key", "unsigned", "sandbox", "sandbox_network",
+               "sandbox_required")
 
 
 def add_arguments(parser) -> None:
@@ -302,6 +303,15 @@ class Worker:
             if problem is not None:
                 self.report(session_id, problem)
                 return 0
+            outside = self.unsandboxed(session, responses)
+            if outside:  # SPEC R27: the worker's own settings decide, not the answer
+                reason = (f"call {', '.join(outside)} would run outside the sandbox "
+                          "(sandbox: false), and this worker runs commands only in its "
+                          "sandbox (--sandbox-required); answer it without leaving the "
+                          "sandbox, or let a worker without --sandbox-required run it")
+                refuse_answers(session, reason)
+                self.say(f"refused the answers to {session_id}: {reason}")
+                return 0
             self.reported.pop(session_id, None)
             self.chat_args.session = session_id
             if continuing:
@@ -318,6 +328,39 @@ class Worker:
         self.resumed += 1
         self.say(f"{session_id}: {'paused again' if status == 3 else 'done'}")
         return 1
+
+
+    def unsandboxed(self, session, responses) -> list[str]:
+        """The approved calls that would run outside the sandbox (``"sandbox":
+        false``, in the call or in the edit approved) where this worker's settings
+        forbid it (``--sandbox-required``): an edit's ``sandbox`` field is checked
+        like any other argument (SPEC R27).
+
+        Args:
+            session: the open ``AgentSession``.
+            responses: the ``ToolApprovalResponse`` list it is resumed with.
+
+        Returns:
+            list[str]: their call ids, in call order; empty when none.
+        """
+        if not self.chat_args.sandbox_required:
+            return []
+        calls = {c.id: c for c in session.pending_tool_calls}
+        outside = []
+        for response in responses:
+            call = calls.get(response.call_id)
+            if not response.approved or call is None or call.name != "run_command":
+                continue
+            arguments = response.arguments
+            if arguments is None:
+                import json
+                try:
+                    arguments = json.loads(call.arguments or "{}")
+                except ValueError:
+                    continue  # never run: its result says why (SPEC R14)
+            if isinstance(arguments, dict) and arguments.get("sandbox") is False:
+                outside.append(call.id)
+        return outside
 
 
 def worker_command(args, out=None) -> int:
