@@ -689,8 +689,12 @@ class _Subject:
             if kind is not None:
                 return f"reads the folders it names, which hold a secret file ({kind})"
         after_cd = any(c.words[:1] in (["cd"], ["pushd"]) for c in self.commands[:index])
+        # the rule spells the program when its first word holds no wildcard
+        pieces = _shell_pattern(rule.pattern)[0].regex.pieces if rule.pattern else ["", ""]
+        named = " " in pieces[0] or len(pieces) == 1
         why = allowlist.unknown(command, _root(self.tool),
-                                bool(getattr(self.tool, "sandboxed", False)), after_cd)
+                                bool(getattr(self.tool, "sandboxed", False)), after_cd,
+                                named)
         return None if why is None else f"is not known to be harmless ({why})"
 
 

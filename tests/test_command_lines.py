@@ -334,6 +334,17 @@ def test_a_wildcard_rule_still_allows_the_programs_ordinary_work(rule, line, tmp
     assert effect(ApprovalPolicy(allow=[f"run_command({rule})"]), line) == "allow"
 
 
+@pytest.mark.parametrize("rule", ["run_command", "run_command(*)", "run_command(r* x)"])
+def test_a_rule_that_does_not_spell_the_program_allows_none_without_an_entry(rule):
+    """``rm x`` has plain words only, but a bare tool name, ``*`` or ``r* x`` does not
+    name rm, whose entry would say what is harmless: it asks; ``rm *`` allows it."""
+    assert effect(ApprovalPolicy(allow=[rule]), "rm x") is None
+    assert "the rule does not name it" in note(ApprovalPolicy(allow=[rule]), "rm x")
+    assert effect(ApprovalPolicy(allow=["run_command(rm *)"]), "rm x") == "allow"
+    if "r*" not in rule:  # ls has an entry: a rule covering it allows its known words
+        assert effect(ApprovalPolicy(allow=[rule]), "ls -la") == "allow"
+
+
 def sandboxed_run():
     """run_command as the policy sees it inside the sandbox (the sandbox itself is
     test_sandbox.py's)."""

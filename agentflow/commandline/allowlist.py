@@ -456,7 +456,8 @@ def _unknown_word(known: Known, name: str, args: list, root: str,
     return None
 
 
-def unknown(command, root: str, sandboxed: bool, after_cd: bool = False) -> str | None:
+def unknown(command, root: str, sandboxed: bool, after_cd: bool = False,
+            named: bool = True) -> str | None:
     """Why a wildcard rule does not allow ``command``: a word its program's entry does
     not know, or code of the repository run outside the sandbox (SPEC R19 addendum).
 
@@ -466,6 +467,8 @@ def unknown(command, root: str, sandboxed: bool, after_cd: bool = False) -> str 
         sandboxed: whether the command runs inside the sandbox (bool).
         after_cd: an earlier command of the line changed the folder (bool): git may
             then read another repository's configuration.
+        named: the rule spells the program (``rm *``; bool); a rule that does not (a
+            bare tool name, ``*``) allows no program without an entry.
 
     Returns:
         str | None: why it asks (naming the word), or ``None`` when all is known.
@@ -482,6 +485,9 @@ def unknown(command, root: str, sandboxed: bool, after_cd: bool = False) -> str 
                                        "wildcard rule allows only inside the sandbox")
     known = TABLE.get(name) or TABLE.get(re.sub(r"[0-9.]+\Z", "", name))
     if known is None:
+        if not named:
+            return (f"{name} has no entry of words known to be harmless, and the rule "
+                    "does not name it")
         if name in RUNS_CODE and not sandboxed:
             return (f"runs the repository's code ({name}), which a wildcard rule allows "
                     "only inside the sandbox")
