@@ -377,6 +377,7 @@ def test_the_repository_s_code_runs_under_a_wildcard_rule_only_in_the_sandbox(
     ("curl *", "curl -fsS https://example.invalid/x", "`-fsS` is an option"),
     ("sort *", "sort -n -k2 -t, f", "`-n` is an option"),
     ("make *", "make -p", "make option -p"),
+    ("git *", "git stash", "a bare one changes the repository"),  # found by the differential
 ])
 def test_a_word_the_table_does_not_know_asks_and_is_named(rule, line, word, tmp_path,
                                                          monkeypatch):

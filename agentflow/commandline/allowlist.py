@@ -147,8 +147,10 @@ def _log_check(args: list, root: str) -> str | None:
     return None
 
 
-def _git_only(words: set):
+def _git_only(words: set, bare: bool):
     def check(args: list, root: str) -> str | None:
+        if not args and not bare:
+            return "a bare one changes the repository (git stash stashes the changes)"
         if not set(args) <= words:
             word = next(w for w in args if w not in words)
             return f"`{word}` is not one of the known harmless forms ({', '.join(sorted(words))})"
@@ -193,8 +195,8 @@ GIT = Known(
         "describe": Known(_spec("git describe", long_flags=("tags", "always", "long",
                                                            "all"),
                                 long_optional=("abbrev", "dirty"))),
-        "stash": Known(_NONE, operands="any", check=_git_only({"list"})),
-        "tag": Known(_NONE, operands="any", check=_git_only({"-l", "--list"})),
+        "stash": Known(_NONE, operands="any", check=_git_only({"list"}, bare=False)),
+        "tag": Known(_NONE, operands="any", check=_git_only({"-l", "--list"}, bare=True)),
     })
 
 
