@@ -38,18 +38,16 @@ def sh(line, cwd, **env):
     return done.stdout + done.stderr
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory):
-    """A repository whose history holds a committed-then-removed ``.env``, a stash, and a
-    bare repository shipped as plain files (``vendor/tool``) whose alias runs a program."""
-    path = tmp_path_factory.mktemp("repo")
-
+def history_repo(path, canary: str = CANARY):
+    """A git repository in ``path`` whose history holds a committed-then-removed
+    ``.env`` (holding ``canary``), then a second change of ``f``; ``f`` changed again,
+    not committed. Returns ``git``, to run more in it."""
     def git(*args):
         subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=path,
                        check=True, capture_output=True)
     git("init", "-q", "-b", "main", ".")
     (path / "f").write_text("one\n")
-    (path / ".env").write_text(f"STRIPE_KEY={CANARY}\n")
+    (path / ".env").write_text(f"STRIPE_KEY={canary}\n")
     git("add", "f", ".env")
     git("commit", "-q", "-m", "first")
     git("rm", "-q", ".env")
@@ -57,6 +55,15 @@ def repo(tmp_path_factory):
     (path / "f").write_text("two\n")
     git("commit", "-q", "-am", "second")
     (path / "f").write_text("three\n")
+    return git
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """``history_repo`` with a stash, and a bare repository shipped as plain files
+    (``vendor/tool``) whose alias runs a program."""
+    path = tmp_path_factory.mktemp("repo")
+    git = history_repo(path)
     git("stash", "-q")
     git("init", "-q", "--bare", "vendor/tool")
     subprocess.run(["git", "config", "-f", "vendor/tool/config", "alias.st",

@@ -21,6 +21,7 @@ from agentflow.commandline import allowlist
 from agentflow.commandline.allowlist import Known, _spec
 
 from helpers_cli import need_bwrap
+from test_allowlist import history_repo
 
 pytestmark = pytest.mark.slow
 CANARY = "sk_live_canary_36_differential"
@@ -88,20 +89,8 @@ def scratch(tmp_path_factory):
         (canary / program).write_text(f"#!/bin/sh\ntouch {marks}/{program}\n")
         (canary / program).chmod(0o755)
 
-    def git(*args):
-        subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=repo,
-                       check=True, capture_output=True)
-    git("init", "-q", "-b", "main", ".")
-    (repo / "f").write_text("one\nfoo\n")
-    (repo / ".env").write_text(f"STRIPE_KEY={CANARY}\n")
-    git("add", ".")
-    git("commit", "-q", "-m", "first")
-    git("rm", "-q", ".env")
-    git("commit", "-q", "-m", "remove")
-    (repo / "f").write_text("two\nfoo\n")
-    git("commit", "-q", "-am", "second")
+    git = history_repo(repo, CANARY)
     git("tag", "v1")
-    (repo / "f").write_text("three\nfoo\n")
     return repo, marks, canary
 
 
