@@ -38,12 +38,16 @@ as Claude Code does with its ``Bash(…)`` rules and as Codex's exec policy does
 **Rules about command lines** (SPEC R19 addendum). A line ``agentflow.commandline.shell`` cannot
 read exactly as dash and bash read it (an expansion, a control character, bash-only
 syntax …) is *unreadable*: no rule allows it, not even an exact one or the whole
-tool, and it meets the tool's first deny rule (else its first ask rule), "could not be
-read fully". A *wildcard* rule (a ``*`` in it, or a bare tool name) never allows a
-command that writes a file with ``>``, uses an entry of ``command_rules.TABLE`` (an
-option that runs another program, writes or reads a file the line does not name, or
-``NAME=value`` before it), or names a secret file (``workspace.SECRET_FILES``, also
-after a ``cd``), nor a path tool's secret file; an *exact* rule still may. Paths are
+tool. A deny rule reads every way a line could run (``_could_meet``: a glob or an
+expansion may be any words): an unreadable line that some reading lets meet one asks,
+and only a person may answer (``needs_a_person``); one no reading lets meet it is not
+denied by it. An unreadable line meets the tool's first ask rule. A *wildcard* rule (a
+``*`` in it, or a bare tool name) is an allowlist: it allows a command only when every
+word is known harmless (``commandline.allowlist``), and never one that writes a file
+with ``>``, uses an entry of ``command_rules.TABLE`` (an option that runs another
+program, writes or reads a file the line does not name, or ``NAME=value`` before it),
+or names a secret file (``workspace.SECRET_FILES``, also after a ``cd``), nor a path
+tool's secret file; an *exact* rule still may. Paths are
 read by ``agentflow.commandline.paths.resolve`` for tools and rules alike (``~`` the home folder).
 
 Rules are checked ``deny``, then ``ask``, then ``allow``; within each, the layers in

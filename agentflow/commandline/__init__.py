@@ -4,6 +4,8 @@
   rule can match (or unreadable);
 * ``options.py``: a program's options read as its ``getopt_long`` reads them
   (abbreviations too), for the allow side and the deny side alike;
+* ``allowlist.py``: what a wildcard rule allows, per program (the words known to be
+  harmless);
 * ``command_rules.py``: the table of options and sub-commands that make a program run
   another, write or read a file;
 * ``paths.py``: one reading of a path (``~``, ``..``, symlinks) for the tools and the rules;
