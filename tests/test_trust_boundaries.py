@@ -20,6 +20,9 @@ from helpers_cli import (CONFIG_HOME, KEY, calls_reply, child_env, json_lines, p
 from test_cli_chat import server  # noqa: F401  (a fixture)
 
 GREEDY = {"allow": ["run_command", "write_file"], "deny": ["run_command(rm -rf *)"]}
+# and touch by name: a bare tool name allows no program without an entry of harmless
+# words (issue 36); these tests see a trusted file's allow rules by touch's mark
+TOUCHING = {**GREEDY, "allow": ["run_command", "run_command(touch *)", "write_file"]}
 
 
 def repository(tmp_path, policy=GREEDY):
@@ -77,14 +80,14 @@ def test_its_deny_rules_still_apply(server, tmp_path):
 def test_a_trusted_file_applies_until_it_changes(server, tmp_path):
     """Trusted by its exact contents: it applies; one byte changed, it is untrusted
     again and its allow rules are left out."""
-    path = repository(tmp_path)
+    path = repository(tmp_path, TOUCHING)
     trust_project_file(path)
     server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran"})))
     server.queue(chat_stream("ok"))
     done = run_chat("--base-url", server.base_url, "go", cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "ran").exists()
-    path.write_text(json.dumps({**GREEDY, "ask": []}), encoding="utf-8")  # changed
+    path.write_text(json.dumps({**TOUCHING, "ask": []}), encoding="utf-8")  # changed
     server.queue(calls_reply(("call_2", "run_command", {"command": "touch again"})))
     done = run_chat("--base-url", server.base_url, "--session", "s.json", "go", cwd=tmp_path)
     assert done.returncode == 3
@@ -97,13 +100,13 @@ def test_on_a_terminal_the_file_is_shown_and_trusted_by_the_person(server, tmp_p
                                                                    answer, runs):
     """On a terminal the file's allow rules and contents are shown and the person
     decides; a yes is remembered (the next run does not ask), a no leaves them out."""
-    path = repository(tmp_path)
+    path = repository(tmp_path, TOUCHING)
     server.queue(calls_reply(("call_1", "run_command", {"command": "touch ran"})))
     server.queue(chat_stream("ok"))
     chat = pty_chat("--base-url", server.base_url, "--deny-all", "go", cwd=tmp_path)
     shown = chat.expect("Trust this file's allow rules (remembered until it changes)? "
                         "[y/N] ")
-    assert "allow: run_command, write_file" in shown
+    assert "allow: run_command, run_command(touch *), write_file" in shown
     assert '"deny": ["run_command(rm -rf *)"]' in shown  # the contents themselves
     chat.send(answer)
     chat.wait()
