@@ -148,14 +148,12 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "`content_filter` is only used to synthesize a refusal when the turn emitted nothing; "
         "a turn with text completes as an ordinary response and the run result carries no "
         "finish reason",
-    ("Pydantic AI", "R13 (error text)"):
-        f"pydantic_ai/tool_manager.py:1240, 1384 ({PYD}): only `ModelRetry` is returned to "
-        "the model; any other tool exception propagates out of the run; no formatter "
-        "parameter exists",
     ("Pydantic AI", "R13"):
-        f"pydantic_ai/tool_manager.py:1240, 1384 ({PYD}): only `ModelRetry` is returned to "
-        "the model; any other tool exception propagates out of the run, and no parameter "
-        "makes it a result",
+        f"pydantic_ai/exceptions.py:131-134 ({PYD}): a failed tool's result does not "
+        "\"consume the tool's retry budget\"; the documented bound is \"UsageLimits at the run "
+        "level\": nothing counts consecutive failing rounds or makes a last call with "
+        "`tool_choice=\"none\"` (the failure's text is set by the documented "
+        "`Hooks(tool_execute_error=...)`, capabilities/hooks.py:844, so 016 and 033 pass)",
     ("Pydantic AI", "R3"):
         f"pydantic_ai/_tool_execution.py:420-421 ({PYD}): only deferred (`unapproved`) calls "
         "are collected and wait; the other calls of the step are executed at once",
@@ -172,8 +170,8 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
     ("Pydantic AI", "R10"):
         "the documented loop (Pydantic AI docs, \"Messages and chat history\") passes "
         "`result.all_messages()` of a finished run as the next `message_history`; a run that "
-        "raises returns none, so executed results are lost (026, 035); " + _OPENAI_NO_DONE +
-        " (027)",
+        "raises returns none, so executed results are lost (026, 035, 046; README, \"What a "
+        "failed run leaves\"); " + _OPENAI_NO_DONE + " (027)",
     ("Pydantic AI", "SPEC §6"):
         f"pydantic_ai/models/openai/_chat_completions.py:27-39 ({PYD}) `split_content_parts` "
         "joins the text parts of list `content` and keeps the others (a `thinking` part) as "
@@ -185,8 +183,8 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "was stored runs the call again (`rm -rf /` ran twice)",
     ("Vercel AI SDK", "R7"):
         f"@ai-sdk/openai src/chat/convert-to-openai-chat-messages.ts:321 ({AI_OPENAI}): a "
-        "denied call's content is `output.reason ?? \"Tool call execution denied.\"`; no "
-        "parameter sets the text",
+        "denied call's content is `output.reason ?? \"Tool call execution denied.\"`: the "
+        "reason is sent as it is, so the adapter sets it to SPEC R7's text",
     ("Vercel AI SDK", "R13 (error text)"):
         "ai createToolModelOutput: a tool error is `getErrorMessage(error)`, the bare "
         "`error.message` (@ai-sdk/provider getErrorMessage)",
@@ -216,10 +214,11 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "tried to call unavailable tool '<name>'. Available tools: ...`; no parameter sets "
         "the text (`experimental_repairToolCall` rewrites the call, not the answer)",
     ("Vercel AI SDK", "R10"):
-        f"the documented loop ({AI} docs, \"Chatbot message persistence\") keeps "
-        "`response.messages` of a finished `streamText`; a run that fails returns none, so "
-        "executed results are lost (026, 035); a body cut before a finish reason ends the "
-        "stream with finish reason `other`, no error (027)",
+        f"ai src/generate-text/stream-text.ts:1223-1250, 2555-2556 ({AI}): `result.response` "
+        "is the last recorded step's, and resolves after a stream error once a step was "
+        "recorded, so a failed run keeps its completed steps (the adapter takes them: README, "
+        "\"What a failed run leaves\"); a body cut before a finish reason ends the stream with "
+        "finish reason `other` (line 1984), no error (027)",
     ("LangChain (HumanInTheLoopMiddleware)", "R7"):
         f"langchain/agents/middleware/human_in_the_loop.py:268-279 ({LC}) `_answer_message`: "
         "\"User rejected the tool call for `<name>` with reason: <reason>\"; a reject "
@@ -275,10 +274,6 @@ CASE_EVIDENCE = {
     ("Microsoft Agent Framework", "036-empty-arguments-mean-empty-object"):
         f"agent_framework_openai/_chat_completion_client.py:1072, 1345 ({MAF_OPENAI}): empty "
         "streamed arguments are kept as `\"\"` and sent back as they are, not as `{}`",
-    ("Microsoft Agent Framework", "034-resume-counts-one-round"):
-        f"agent_framework/_tools.py:6090 ({MAF}): `max_iterations` counts the model calls of "
-        "this run only (`for attempt_idx in range(attempt_start, max_iterations)`); running "
-        "the approved calls on resume is no iteration",
     ("OpenAI Agents SDK", "027-stream-cut"): _OPENAI_NO_DONE,
     ("OpenAI Agents SDK", "105-shape-arguments-object"):
         f"agents/models/chatcmpl_stream_handler.py:1033-1035 ({OAI_AGENTS}): argument "
@@ -304,9 +299,6 @@ CASE_EVIDENCE = {
     ("Pydantic AI", "039-arguments-not-an-object"):
         f"pydantic_ai/_utils.py `run_in_executor` ({PYD}): a tool built by `Tool.from_schema` "
         "is called as `function(**args)`; a JSON list raises `TypeError` out of the run",
-    ("Pydantic AI", "034-resume-counts-one-round"):
-        f"pydantic_ai/usage.py:633-637 ({PYD}): `request_limit` counts model requests; "
-        "running the approved calls on resume is no request, so a model call follows",
     ("Pydantic AI", "027-stream-cut"): _OPENAI_NO_DONE,
     ("Pydantic AI", "103-shape-header-resent"):
         f"pydantic_ai/messages.py:6955 ({PYD}): `tool_name = part.tool_name + "
@@ -340,14 +332,39 @@ CASE_EVIDENCE = {
     ("Vercel AI SDK", "115-shape-bom-cr-reasoning"):
         f"@ai-sdk/openai src/chat/openai-chat-api.ts:136-200 ({AI_OPENAI}): the chunk schema "
         "has no `reasoning_content`; the reasoning is dropped and only the text is shown",
+    ("Vercel AI SDK", "035-resume-then-failure"):
+        f"ai src/generate-text/stream-text.ts:1707-1717 ({AI}): the approved calls run before "
+        "the first step and their results are response messages of the run, but with no step "
+        "recorded (the first model call failed) `steps` and so `result.response` reject "
+        "(1223-1236): the resume's results are not returned",
+    ("Vercel AI SDK", "046-failed-step-leaves-nothing-of-its-output"):
+        f"ai src/generate-text/stream-text.ts:2204-2207, 2396-2405 ({AI}): an error chunk "
+        "makes the step's finish reason `error` and the step is recorded with its partial "
+        "text and call; the loop goes on to the next step when that step's calls were "
+        "executed, whatever its finish reason: the half call ran and the model was called "
+        "again in the failed run",
+    ("Vercel AI SDK", "112-shape-event-error"):
+        f"ai src/generate-text/stream-text.ts:2204-2207 ({AI}): an error chunk ends the step "
+        "with finish reason `error` and the step is recorded with the text before it, so "
+        "`result.response` holds the failed step's partial output",
+    ("OpenAI Agents SDK", "104-shape-arguments-whole"):
+        f"agents/models/chatcmpl_stream_handler.py:657-658 ({OAI_AGENTS}): usage is read from "
+        "the chunk's top-level `usage` only; `x_groq.usage` is not read (the finish the "
+        "adapter derives keeps usage compared in a case about usage, README \"Derived fields\")",
+    ("LangChain (HumanInTheLoopMiddleware)", "104-shape-arguments-whole"):
+        f"langchain_openai/chat_models/base.py:1630 ({LC_OPENAI}): `token_usage = "
+        "chunk.get(\"usage\")`, the top-level field only; `x_groq.usage` is not read",
+    ("Microsoft Agent Framework", "104-shape-arguments-whole"):
+        f"agent_framework_openai/_chat_completion_client.py:940-943 ({MAF_OPENAI}): usage is "
+        "parsed from the chunk's top-level `usage` only; `x_groq.usage` is not read",
+    ("Pydantic AI", "104-shape-arguments-whole"):
+        f"pydantic_ai/models/openai/_chat_streaming.py:81-82 ({PYD}): usage is mapped from the "
+        "chunk's top-level `usage` only; `x_groq.usage` is not read",
     ("Vercel AI SDK", "111-shape-error-in-chunk"):
         f"@ai-sdk/openai src/chat/openai-chat-api.ts:136-138 ({AI_OPENAI}): the chunk schema "
         "is a union tried in order; a chunk with both `choices` and `error` parses as an "
         "ordinary chunk (zod strips `error`), so openai-chat-language-model.ts:565 never "
         "sees the error",
-    ("LangChain (HumanInTheLoopMiddleware)", "034-resume-counts-one-round"):
-        f"langchain/agents/middleware/model_call_limit.py:168-187 ({LC}): the limit counts "
-        "model calls (`run_model_call_count`); the resume's tool step is none",
     ("LangChain (HumanInTheLoopMiddleware)", "103-shape-header-resent"):
         f"langchain_core/utils/_merge.py:64, 88 ({LC_CORE}): chunk merging concatenates "
         "string fields (`merged[right_k] += right_v`), so a re-sent tool-call name is doubled",
@@ -372,11 +389,6 @@ CASE_EVIDENCE = {
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough
 CASE_NOTES = {
-    ("OpenAI Agents SDK", "034-resume-counts-one-round"): (
-        "R8 (a resumed run's limit)",
-        "agents/run.py: resuming a `RunState` sets `max_turns = run_state._max_turns`, "
-        "ignoring the `max_turns` passed to the resumed run, so the case's `max_rounds` 1 "
-        "never applies and R4's round count is not measured for this SDK"),
     ("OpenAI Agents SDK", "111-shape-error-in-chunk"): (
         "R10", "the error is raised as SPEC §6 asks; the user message stays in the Session "
         f"because agents/run_internal/run_loop.py:2576 ({OAI_AGENTS}) saves the input before "

@@ -13,12 +13,15 @@ Configured through the framework's own parameters (README, "Mapping a framework"
 tool failures through ``ToolErrorMiddleware(on_error=...)`` as SPEC R13's text; the
 round limit through ``ModelCallLimitMiddleware(run_limit=N, exit_behavior="error")``,
 whose ``ModelCallLimitExceededError`` is the ``max_rounds`` finish; context providers
-through a ``wrap_model_call`` middleware. LangChain streams no end-of-call event and no
-single finish: those are derived.
+through a ``wrap_model_call`` middleware; ``reload_session`` through the checkpointer's
+own serialiser (``saver.serde.dumps_typed`` of every ``CheckpointTuple`` that
+``saver.list`` gives, written again into a new saver with ``put`` and ``put_writes``).
+LangChain streams no end-of-call event and no single finish: those are derived.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from importlib.metadata import version
@@ -92,16 +95,21 @@ class LangChain:
                     "'Error: <type>: <message>'",
                     "max_rounds: ModelCallLimitMiddleware(run_limit=N, exit_behavior='error'); "
                     "its ModelCallLimitExceededError is the max_rounds finish",
-                    "context providers: a wrap_model_call middleware"],
+                    "context providers: a wrap_model_call middleware",
+                    "reload_session: the checkpointer's serde (JsonPlusSerializer."
+                    "dumps_typed) over saver.list(...), read back into a new InMemorySaver "
+                    "with put / put_writes"],
                 "cannot": {
                     "unknown_call_ids": "HITLResponse.decisions are matched by position to "
                                         "the interrupt's action_requests; a decision names "
                                         "no call id",
                     "duplicate_approvals": "HITLResponse.decisions are matched by position; "
                                            "one decision per interrupted call",
-                    "reload_session": "the checkpointer this pin ships (InMemorySaver) has "
-                                      "no serialised form; the durable ones are separate "
-                                      "packages not pinned here"}}
+                    "resume_counts_a_round": "ModelCallLimitMiddleware's run_limit is the "
+                                             "\"Maximum number of model calls allowed per "
+                                             "run\" (langchain/agents/middleware/"
+                                             "model_call_limit.py:139): the resume's tool "
+                                             "step is no model call"}}
 
     def _agent(self, rounds: int):
         from langchain.agents.middleware import ModelCallLimitMiddleware
@@ -122,11 +130,51 @@ class LangChain:
             out.append(d)
         return out
 
+    def _dump(self) -> str:
+        """The thread as JSON text: each checkpoint, its metadata and its pending writes
+        in the checkpointer's own serialised form (``serde.dumps_typed``)."""
+        def typed(value):
+            kind, data = self.saver.serde.dumps_typed(value)
+            return [kind, base64.b64encode(data).decode("ascii")]
+        return json.dumps([{"config": t.config, "parent": t.parent_config,
+                            "checkpoint": typed(t.checkpoint), "metadata": typed(t.metadata),
+                            "writes": [[task, channel, typed(value)]
+                                       for task, channel, value in t.pending_writes or ()]}
+                           for t in reversed(list(self.saver.list(self.config)))])
+
+    def _reload(self) -> None:
+        """R15: the thread built again from ``_dump``'s text alone, in a new saver."""
+        from langgraph.checkpoint.memory import InMemorySaver
+        text, self.saver = self._dump(), InMemorySaver()
+
+        def typed(pair):
+            return self.saver.serde.loads_typed((pair[0], base64.b64decode(pair[1])))
+        for t in json.loads(text):
+            checkpoint = typed(t["checkpoint"])
+            parent = t["parent"] or {"configurable": {
+                k: v for k, v in t["config"]["configurable"].items() if k != "checkpoint_id"}}
+            self.saver.put(parent, checkpoint, typed(t["metadata"]),
+                           checkpoint["channel_versions"])
+            by_task: dict = {}
+            for task, channel, value in t["writes"]:
+                by_task.setdefault(task, []).append((channel, typed(value)))
+            for task, writes in by_task.items():
+                self.saver.put_writes(t["config"], writes, task)
+        agent = self._agent(DEFAULT_ROUNDS)  # the open interrupt's calls, from the state
+        state = agent.get_state(self.config)
+        self.asked = []
+        if state.interrupts:
+            last = state.values["messages"][-1]
+            self.asked = [c["id"] for c in getattr(last, "tool_calls", [])
+                          if self.specs.get(c["name"], {}).get("requires_approval")]
+
     def run(self, message: dict, emit) -> dict:
         from langchain.agents.middleware.model_call_limit import ModelCallLimitExceededError
         from langchain_core.messages import AIMessageChunk, ToolMessage
         from langgraph.types import Command
         del self.executions[:]
+        if message.get("reload_session"):
+            self._reload()
         options = message.get("options") or {}
         agent = self._agent(options.get("max_rounds", DEFAULT_ROUNDS))
         answers = {a["call_id"]: a for a in message.get("approvals", [])}

@@ -7,7 +7,12 @@ with ``requires_approval=True`` where the case says so, and the agent's output t
 ``DeferredToolRequests`` output; the next run passes ``DeferredToolResults`` whose
 ``approvals`` map each call id to ``True`` or ``ToolDenied(message)`` with SPEC R7's
 text (the message is what the model gets). The session is ``result.all_messages()``
-as the next ``message_history``. Pydantic AI yields no single final finish, and it
+as the next ``message_history``. Two documented hooks of a ``Hooks`` capability
+(``Agent(capabilities=[...])``) set what SPEC chooses: ``tool_execute_error`` returns
+SPEC R13's text as the failed call's result (a returned value "suppresses the error"),
+and ``before_model_request`` puts the context providers' messages before the history of
+each request only (``ModelRequestContext.messages`` is the request's own list), their
+instructions after the agent's. Pydantic AI yields no single final finish, and it
 ends a call's part when the next part starts, not when the model's turn ends: the finish
 and the ``tool_call_end`` updates are derived (README, "Derived fields"); approval
 requests are reported from the output.
@@ -66,6 +71,29 @@ def _kind(exc: BaseException, refused: bool) -> str:
     return "ApprovalError" if refused and isinstance(exc, UserError) else error_kind(exc)
 
 
+def _hooks(providers: list[dict]):
+    """The ``Hooks`` capability: SPEC R13's tool-error text, and R1's context-provider
+    messages before the history of every request (never stored)."""
+    from pydantic_ai.capabilities import Hooks
+    from pydantic_ai.messages import (ModelRequest, ModelResponse, SystemPromptPart,
+                                      TextPart, UserPromptPart)
+
+    def tool_error(ctx, *, call, tool_def, args, error):
+        return f"Error: {type(error).__name__}: {error}"
+
+    made = {"user": lambda text: ModelRequest(parts=[UserPromptPart(text)]),
+            "system": lambda text: ModelRequest(parts=[SystemPromptPart(text)]),
+            "assistant": lambda text: ModelResponse(parts=[TextPart(text)])}
+    extra = [made[m["role"]](m.get("content") or "")
+             for p in providers for m in p.get("messages", [])]
+
+    def add_context(ctx, request_context):
+        request_context.messages = extra + request_context.messages
+        return request_context
+    return Hooks(tool_execute_error=tool_error,
+                 before_model_request=add_context if extra else None)
+
+
 def _counting(emit, seen: list):
     def counted(update: dict) -> None:
         seen.append(update["type"])
@@ -92,13 +120,22 @@ class PydanticAI(Peer):
         model = OpenAIChatModel(message["model"], provider=OpenAIProvider(
             openai_client=AsyncOpenAI(base_url=message["base_url"],
                                       api_key=message["api_key"], max_retries=0)))
-        self.agent = Agent(model, tools=tools, instructions=message.get("instructions"),
-                           output_type=[str, DeferredToolRequests])
+        providers = message.get("context_providers") or []
+        instructions = [t for t in [message.get("instructions"),
+                                    *(p.get("instructions") for p in providers)] if t]
+        self.agent = Agent(model, tools=tools, instructions=instructions or None,
+                           output_type=[str, DeferredToolRequests],
+                           capabilities=[_hooks(providers)])
         self.agent.instrument = False
         self.messages: list = []
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
                 "derives": ["tool_call_end", "finish"],
                 "configured": ["rejection text: ToolDenied(message=...)",
+                               "tool errors: Hooks(tool_execute_error=...) returns "
+                               "'Error: <type>: <message>' as the call's result",
+                               "context providers: instructions=[the agent's, the "
+                               "providers'], Hooks(before_model_request=...) puts their "
+                               "messages before the history of each request",
                                "call order: Agent.parallel_tool_call_execution_mode"
                                "('sequential')",
                                "max_rounds: UsageLimits(request_limit=...); "
@@ -107,10 +144,10 @@ class PydanticAI(Peer):
                 "cannot": {
                     "duplicate_approvals": "DeferredToolResults.approvals is a dict keyed "
                                            "by call id: one answer per call",
-                    "context_providers": "Agent(instructions=...) takes the texts, but this "
-                                         "version's Agent has no history_processors "
-                                         "parameter to add messages before the history "
-                                         "(its capabilities= API not yet examined)"}}
+                    "resume_counts_a_round": "UsageLimits.request_limit is \"the maximum "
+                                             "number of model responses\" "
+                                             "(pydantic_ai/usage.py:559-560): running "
+                                             "approved calls on resume is no response"}}
 
     def _reload(self) -> None:
         from pydantic_ai.messages import ModelMessagesTypeAdapter

@@ -17,6 +17,11 @@ const { canonical, serve } = require("./adapter.js");
 const VERSION = `ai ${require("ai/package.json").version} + @ai-sdk/openai ${
   require("@ai-sdk/openai/package.json").version}`;
 const DEFAULT_ROUNDS = 40; // SPEC R8: the SDK's default stopWhen is one step
+// SPEC R7's text: a denial's `reason` is sent to the model as it is
+// (@ai-sdk/openai convert-to-openai-chat-messages.ts: `output.reason ?? "Tool call
+// execution denied."`), so the SDK's own parameter carries it (README, "Mapping").
+const rejectionText = (reason) =>
+  `Rejected: ${reason != null && String(reason).trim() ? reason : "User denied"}`;
 
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 
@@ -56,8 +61,12 @@ function setup(message) {
     configured: [
       "max_rounds: stopWhen: stepCountIs(max_rounds), 40 when the case gives none (the SDK's default is one step)",
       "context providers: prepareStep returns the system text and the provider messages before the history",
+      "rejection text: the tool-approval-response's reason, set to SPEC R7's text",
+      "a failed run: the messages of (await result.response), which resolves with the steps completed before a stream error",
     ],
-    cannot: {},
+    cannot: {
+      resume_counts_a_round: "stopWhen: stepCountIs(n) is `steps.length === n` (ai src/generate-text/stop-condition.ts:8-10), and the approved calls of a resume run before the first step, as no step (stream-text.ts:1707-1717)",
+    },
   });
 }
 
@@ -118,7 +127,7 @@ async function run(message) {
       content: answers.map((a) => ({
         type: "tool-approval-response",
         approvalId: peer.approvalIds[a.call_id] ?? a.call_id,
-        approved: a.approved, ...(a.reason != null ? { reason: a.reason } : {}),
+        approved: a.approved, ...(a.approved ? {} : { reason: rejectionText(a.reason) }),
       })),
     });
   }
@@ -128,9 +137,10 @@ async function run(message) {
     .filter((s) => s).join("\n");
   const extra = peer.providers.flatMap((p) => p.messages || []).map((m) => ({ role: m.role, content: m.content ?? "" }));
   let error = null, finishReason = null, usage = null, asked = 0, steps = 0, emitted = 0;
+  let result = null, failed = null;
   const emit = (update) => { emitted += 1; send({ type: "update", update }); };
   try {
-    const result = streamText({
+    result = streamText({
       model: peer.model, tools: peer.tools, messages: [...before, ...turn],
       stopWhen: stepCountIs(limit), maxRetries: 0, onError: () => {}, // reported in `end`
       ...(system || extra.length ? {
@@ -155,7 +165,7 @@ async function run(message) {
         case "tool-output-denied": {
           const a = answers.find((x) => x.call_id === part.toolCallId);
           emit({ type: "tool_result", call_id: part.toolCallId, name: part.toolName,
-            result: (a && a.reason) ?? "Tool call execution denied." });
+            result: a ? rejectionText(a.reason) : "Tool call execution denied." });
           break;
         }
         case "tool-approval-request": {
@@ -171,12 +181,16 @@ async function run(message) {
           finishReason = part.finishReason;
           usage = part.totalUsage;
           break;
-        case "error": // the stream's own error part: the provider's HTTP or stream failure
-          throw Object.assign(new Error(part.error?.message ?? String(part.error)),
+        case "error": // the stream's own error part: the provider's HTTP or stream failure;
+          // read on to the stream's end (the adapter adds no stop of its own), so the SDK
+          // settles what the run completed
+          failed = failed || Object.assign(new Error(part.error?.message ?? String(part.error)),
             { name: part.error?.name || "", fromStream: true });
+          break;
         default: break;
       }
     }
+    if (failed) throw failed;
     const response = await result.response;
     peer.messages = [...before, ...turn, ...response.messages];
     const reason = asked ? "awaiting_approval"
@@ -187,6 +201,10 @@ async function run(message) {
       usage: usage && usage.totalTokens != null ? { prompt_tokens: usage.inputTokens,
         completion_tokens: usage.outputTokens, total_tokens: usage.totalTokens } : null });
   } catch (exc) {
+    // What a failed run leaves (README): what the SDK returned, its completed steps;
+    // with none completed, `response` rejects and the history stays as it was.
+    const response = result && await result.response.catch(() => null);
+    if (response && response.messages.length) peer.messages = [...before, ...turn, ...response.messages];
     error = { kind: errorKind(exc, !emitted && !peer.executions.length), message: `${exc && exc.name}: ${exc && exc.message}` };
   }
   send({ type: "end", error, history: toOpenAI(peer.messages), executions: [...peer.executions] });
