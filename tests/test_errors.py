@@ -10,13 +10,15 @@ from agentflow import errors
 from agentflow.cli.chat import CLIWording
 from agentflow.errors import ApprovalError, ProviderError, ProviderTimeoutError, Setting
 
+from helpers_source import nodes
+
 PACKAGE = pathlib.Path(agentflow.__file__).parent
 
 
 def test_every_exception_class_of_the_package_is_in_errors_py():
     elsewhere = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.ClassDef) and any(
                     getattr(b, "id", getattr(b, "attr", "")).endswith(("Error", "Exception"))
                     for b in node.bases) and path.name != "errors.py":

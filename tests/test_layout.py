@@ -12,6 +12,8 @@ import sys
 
 import agentflow
 
+from helpers_source import nodes
+
 PACKAGE = pathlib.Path(agentflow.__file__).parent
 # The one upward import allowed: AgentSession.load / open (SPEC R15, R16) read and
 # lock the file through the file store, which itself stores AgentSession objects.
@@ -40,7 +42,7 @@ def imports(known: dict) -> list:
     the package, wherever it stands in the file."""
     edges = []
     for module, path in known.items():
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes(path):
             if isinstance(node, ast.Import):
                 edges += [(module, a.name, None) for a in node.names
                           if a.name.startswith("agentflow")]

@@ -22,6 +22,8 @@ from agentflow import (
     AgentRunOptions, ChatMessage, FinishReason, MessageRole, ToolApprovalResponse)
 from agentflow.types import ToolCall
 
+from helpers_source import nodes
+
 PACKAGE_DIR = pathlib.Path(agentflow.__file__).resolve().parent
 
 # SPEC §3 table, the four actors (SPEC §2), the loop's state machine and the errors
@@ -266,9 +268,8 @@ EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"}, "mcp_listing.py": {"m
 
 
 def _top_level_imports(path: pathlib.Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes(path):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
