@@ -229,6 +229,7 @@ ABBREVIATED = [
     "script /dev/null -qc 'rm -rf victim'",  # GNU's permutation: options after operands
     "su root -mc 'rm -rf victim'",
     "runuser root --comm='rm -rf victim'",
+    "su root --sess='rm -rf victim'",  # --session-command runs a command too
     "flock lockfile -c 'rm -rf victim'",
     "watch --int 1 'rm -rf victim'",
 ]

@@ -642,7 +642,8 @@ def _script_option(spec) -> "callable":
     """The script a program runs from its ``-c`` / ``--command`` (any abbreviation it
     accepts, ``su --comm X``, read by ``options.read``), ``None`` for none."""
     def script(args: list[str]) -> str | None:
-        found = options.values(options.read(args, spec)[0], "c", "command")
+        found = options.values(options.read(args, spec)[0], "c", "command",
+                               "session-command")  # su(1): --session-command runs one too
         return "\n".join(found) if found else None
     return script
 
