@@ -198,3 +198,110 @@ def test_the_lines_people_mean_still_run_without_asking(tmp_path):
             line, decided(rules, line, tmp_path, sandboxed=True))
     effect, note = decided(rules, "ls *.py", tmp_path, sandboxed=True)
     assert effect is None and "an unquoted glob (*.py) that could expand into an option" in note
+
+
+PLAIN_WRITES = [  # plain words, no option: each writes, deletes or moves (attack-36)
+    ("cp f W", "W"), ("touch W", "W"), ("dd if=f of=W", "W"), ("install f W", "W"),
+    ("ln f W", "W"), ("tee W", "W"), ("mv f W", "W"), ("rm f", "f"),
+]
+
+
+@pytest.mark.parametrize("line, path", PLAIN_WRITES)
+def test_a_rule_not_naming_the_program_allows_no_plain_write(line, path, tmp_path):
+    """A program with no entry is allowed plain words only by a rule naming it (``cp *``):
+    under a bare ``run_command`` or ``*`` the same plain words wrote or deleted."""
+    (tmp_path / "f").write_text("one\n")
+    before = (tmp_path / path).exists()
+    sh(line, tmp_path)
+    assert (tmp_path / path).exists() is not before, line
+    for rules in ([None], ["*"]):
+        effect, note = decided(rules, line, tmp_path)
+        assert effect is None and "does not name it" in note, (line, rules, note)
+    program = line.split()[0]
+    assert decided([f"{program} *"], line, tmp_path)[0] == "allow"
+
+
+def test_git_status_verbose_prints_a_removed_env_and_asks(tmp_path):
+    """``git status -v`` prints the staged patch: after ``git rm .env`` its content."""
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args],
+                       cwd=tmp_path, check=True, capture_output=True)
+    git("init", "-q", ".")
+    (tmp_path / ".env").write_text(f"STRIPE_KEY={CANARY}\n")
+    git("add", ".env")
+    git("commit", "-q", "-m", "first")
+    git("rm", "-q", ".env")
+    for line in ("git status -v", "git status --verbose", "git status -bv",
+                 "git status --verb"):
+        assert CANARY in sh(line, tmp_path), line
+        effect, note = decided(["git *"], line, tmp_path)
+        assert effect is None and "git status option" in note, (line, note)
+    assert decided(["git *"], "git status -sb", tmp_path)[0] == "allow"
+
+
+def git_in(path, *args):
+    subprocess.run(["git", "-c", "user.email=a@b", "-c", "user.name=a", *args], cwd=path,
+                   check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("change, version", [("remove", "2"), ("remove", "4"),
+                                             ("rotate", "3")])
+def test_a_work_tree_patch_printing_the_index_s_env_asks(change, version, tmp_path):
+    """``git diff`` of the work tree prints the index's copy of each changed file: a
+    tracked ``.env`` removed from the disk (so nothing masks it), or a rotated key's old
+    value. With a secret file in the index (read in each index version) it asks."""
+    git_in(tmp_path, "init", "-q", ".")
+    (tmp_path / ".env").write_text(f"STRIPE_KEY={CANARY}\n")
+    (tmp_path / "f").write_text("one\n")
+    git_in(tmp_path, "add", ".env", "f")
+    git_in(tmp_path, "commit", "-q", "-m", "first")
+    git_in(tmp_path, "update-index", "--index-version", version)
+    if change == "remove":
+        (tmp_path / ".env").unlink()
+    else:
+        (tmp_path / ".env").write_text("STRIPE_KEY=sk_live_the_new_one\n")
+    assert f"-STRIPE_KEY={CANARY}" in sh("git diff", tmp_path)
+    for line in ("git diff", "git diff f", "git diff -U1", "git --no-pager diff"):
+        effect, note = decided(["git *"], line, tmp_path)
+        assert effect is None and "the index holds a secret file" in note, (line, note)
+    for line in ("git diff --stat", "git diff --name-only", "git status"):
+        assert decided(["git *"], line, tmp_path)[0] == "allow", line
+
+
+def test_a_workspace_that_is_no_repository_of_its_own_asks_before_git(tmp_path):
+    """git started in a folder without ``.git`` uses the repository around it, or a
+    ``.git`` file's folder shipped in the workspace: their settings run programs."""
+    outer, workspace = tmp_path / "outer", tmp_path / "outer" / "ws"
+    workspace.mkdir(parents=True)
+    git_in(outer, "init", "-q", ".")
+    git_in(outer, "config", "core.fsmonitor", f"touch {tmp_path}/PWNED_OUTER; false")
+    sh("git status", workspace)
+    assert (tmp_path / "PWNED_OUTER").exists()
+    shipped = tmp_path / "shipped"
+    (shipped / "vendor").mkdir(parents=True)
+    git_in(shipped / "vendor", "init", "-q", "--bare", "tool")
+    git_in(shipped, "config", "-f", "vendor/tool/config", "core.bare", "false")
+    git_in(shipped, "config", "-f", "vendor/tool/config", "core.fsmonitor",
+           f"touch {tmp_path}/PWNED_SHIPPED; false")
+    (shipped / ".git").write_text("gitdir: vendor/tool\n")
+    sh("git status", shipped)
+    assert (tmp_path / "PWNED_SHIPPED").exists()
+    for folder in (workspace, shipped):
+        for line in ("git status", "git diff", "git log --oneline -5"):
+            effect, note = decided(["git *"], line, folder)
+            assert effect is None and "no repository of its own" in note, (line, note)
+    git_in(workspace, "init", "-q", ".")  # its own repository: as before
+    assert decided(["git *"], "git status", workspace)[0] == "allow"
+
+
+def test_a_tar_listing_with_an_option_the_table_does_not_know_asks(tmp_path):
+    """``tar t`` took any further option: ``--volno-file=W`` wrote W while listing."""
+    (tmp_path / "f").write_text("one\n")
+    sh("tar cf a.tar f && tar tf a.tar --volno-file=W", tmp_path)
+    assert (tmp_path / "W").exists()
+    for line in ("tar tf a.tar --volno-file=W", "tar -tf a.tar --volno-f=W",
+                 "tar tvf a.tar --to-stdout", "tar tf host:a.tar"):
+        for rules in (["tar *"], [None]):
+            assert decided(rules, line, tmp_path)[0] is None, (line, rules)
+    for line in ("tar tf a.tar", "tar -tvf a.tar f", "tar tzf a.tgz"):
+        assert decided(["tar *"], line, tmp_path)[0] == "allow", line

@@ -10,7 +10,9 @@
   another, write or read a file;
 * ``paths.py``: one reading of a path (``~``, ``..``, symlinks) for the tools and the rules;
 * ``patterns.py``: the wildcards of rule patterns as regular expressions;
-* ``workspace.py``: the workspace line and the secret files of the built-in tools.
+* ``workspace.py``: the workspace line and the secret files of the built-in tools;
+* ``allowlist.py``: what a wildcard rule allows, per program (an allowlist);
+* ``gitrepo.py``: the workspace's git folder and index, read without running git.
 
 These modules may import the standard library, each other and ``agentflow.errors``;
 nothing else of agentflow (no policy, tools, agent, ``builtin/`` or ``cli/``), so the

@@ -33,6 +33,7 @@ import shutil
 from dataclasses import dataclass, field
 
 from . import options
+from .gitrepo import around, git_folder, tracked
 from .options import Spec, Unclear
 
 CODEX = ("Codex is_safe_command.rs (openai/codex@fdfaeac6f226, codex-rs/core/src/"
@@ -83,9 +84,24 @@ def _summary(args: list, spec: Spec = None) -> bool:
     return bool(given & set(_SUMMARY))
 
 
+def _tracked_secret(root: str) -> str | None:
+    """A secret file the workspace's git index holds (its copy, which a work tree's
+    patch prints: a removed ``.env``, a rotated key's old value), or why it is not
+    known; ``None`` when it holds none."""
+    from .workspace import SECRET_FILES, Workspace
+    folder = git_folder(root)
+    names = [] if folder is None else tracked(folder)
+    if names is None:
+        return "git's index could not be read"
+    space = Workspace(root, SECRET_FILES)
+    return next((n for n in names if space.secret(os.path.join(root, n))), None)
+
+
 def _diff_check(args: list, root: str) -> str | None:
     """``git diff`` of the work tree; of commits or the index (``--cached``) only in a
-    summary form: a patch of history prints what was committed and removed."""
+    summary form: a patch of history prints what was committed and removed. A work
+    tree's patch prints the index's copy of each changed file, so it asks where the
+    index holds a secret file (``rm .env``; ``git diff`` printed its lines)."""
     spec = _DIFF
     opts, operands = options.read(args, spec)
     if _summary(args):
@@ -93,6 +109,11 @@ def _diff_check(args: list, root: str) -> str | None:
     if any(name in ("cached", "staged") for name, _ in opts):
         return "git diff --cached prints the committed content (only --stat and " \
                "--name-only forms are known harmless)"
+    secret = _tracked_secret(root)
+    if secret is not None:
+        return (f"the index holds a secret file ({secret}), and a patch of the work tree "
+                "prints the index's copy (only --stat and --name-only forms are known "
+                "harmless)")
     before = args[:args.index("--")] if "--" in args else args
     for word in before:
         if not word.startswith("-") and not os.path.exists(os.path.join(root, word)):
@@ -164,8 +185,10 @@ _NONE = _spec("git", long_flags=())
 GIT = Known(
     _spec("git", flags="P", long_flags=("no-pager", "no-optional-locks", "version")),
     operands="plain", source=GIT_SOURCE, subs={
-        "status": Known(_spec("git status", flags="sbvz",
-                              long_flags=("short", "branch", "long", "verbose", "show-stash",
+        # not -v/--verbose: it prints the staged patch, which is git diff --cached (a
+        # .env removed with git rm, its content from HEAD)
+        "status": Known(_spec("git status", flags="sbz",
+                              long_flags=("short", "branch", "long", "show-stash",
                                           "ahead-behind", "no-ahead-behind", "renames",
                                           "no-renames", "null"),
                               long_optional=("porcelain", "untracked-files", "ignored",
@@ -328,10 +351,26 @@ def _set_check(args: list, root: str) -> str | None:
     return None
 
 
+_TAR = _spec("tar", flags="tvzjJ", valued="f",
+             long_flags=("list", "verbose", "gzip", "bzip2", "xz", "zstd", "numeric-owner",
+                         "full-time", "utc"),
+             long_valued=("file",))
+
+
 def _tar_check(args: list, root: str) -> str | None:
-    if args and (re.fullmatch(r"-?[vfzjJ]*t[tvfzjJ]*", args[0]) or args[0] == "--list"):
-        return None
-    return f"`{args[0] if args else 'tar'}` is not a listing (tar t) known to be harmless"
+    """A listing, every option of it known: ``--volno-file=F``, ``--index-file=F``
+    write, ``-I``, ``--checkpoint-action`` run (an option tar takes in any mode)."""
+    if args and not args[0].startswith("-"):
+        if "t" not in args[0]:
+            return f"`{args[0]}` is not a listing (tar t) known to be harmless"
+        args = ["-" + args[0], *args[1:]]  # tar's old style: the first word is a cluster
+    opts, _ = options.read(args, _TAR)
+    if not any(name in ("t", "list") for name, _ in opts):
+        return f"`{args[0] if args else 'tar'}` is not a listing (tar t) known to be harmless"
+    remote = next((v for v in options.values(opts, "f", "file") if ":" in v), None)
+    if remote is not None:
+        return f"`{remote}` names an archive on another host, which tar reads by running rsh"
+    return None
 
 
 def _never(why: str):
@@ -385,7 +424,8 @@ TABLE = {
                 source="rg(1) (not --pre, --hostname-bin, -z/--search-zip: they run "
                        "programs); " + CODEX),
     "tar": Known(_spec("tar"), operands="any", check=_tar_check,
-                 source="tar(1): t/--list only (c writes the archive, x its files)"),
+                 source="tar(1): t/--list only (c writes the archive, x its files; "
+                        "--volno-file, --index-file write, -I runs)"),
     "echo": Known(_spec("echo"), operands="any", source="echo(1), sh(1p) echo; " + CODEX),
     "pwd": Known(_spec("pwd", flags="LP"), operands="none", source="pwd(1); " + CODEX),
     "cd": Known(_spec("cd", flags="LP"), source="sh(1p) cd; " + CODEX),
@@ -500,4 +540,9 @@ def unknown(command, root: str, sandboxed: bool, after_cd: bool = False,
     if name == "git" and after_cd:
         return "git after a cd may read another repository's configuration (aliases, " \
                "core.fsmonitor run programs)"
+    if name == "git" and git_folder(root) is None and (
+            os.path.lexists(os.path.join(root, ".git")) or around(root)):
+        return ("the workspace is no repository of its own, so git would use one around "
+                "it or shipped in it (its settings run programs: core.fsmonitor; its "
+                "files lie outside the workspace)")
     return _words(known, name, args, root, sandboxed)
