@@ -411,6 +411,33 @@ def test_seven_tabs_share_one_event_stream_and_every_approve_goes_through(
     assert all(a == (True, None, "dana") for s, a in answers(url).items() if s != "s-new")
 
 
+def test_without_web_locks_each_tab_polls_and_holds_no_connection(browser, make_agent, url):
+    """Where the page is not a secure context (an inbox reached by a host name), there
+    are no Web Locks: each tab asks for the version now and then instead."""
+    with open_store(url) as store:
+        for i in range(7):
+            paused_library_session(make_agent, store, f"s{i}")
+    with running_inbox(url, signed=False, approvers=["dana"]) as inbox:
+        context = browser.new_context()
+        context.add_init_script("delete Navigator.prototype.locks")
+        tabs = [open_inbox(browser, inbox, context=context)]
+        tabs += [context.new_page() for _ in range(6)]
+        for tab in tabs[1:]:
+            tab.goto(inbox.origin + "/")
+            tab.wait_for_selector("article.call")
+        assert tabs[6].evaluate("navigator.locks") is None
+        for i, tab in enumerate(tabs):
+            tab.locator(f"article.call:has(code:text-is('s{i}')) button.approve").click()
+            assert "approved by dana" in tab.locator(
+                f"article.call:has(code:text-is('s{i}')) .result.ok").inner_text(timeout=10000)
+        assert inbox.streamed == 0
+        with open_store(url) as store:
+            paused_library_session(make_agent, store, "s-new")
+        tabs[3].mouse.move(1, 1)
+        eventually(lambda: tabs[3].locator("article.call:has(code:text-is('s-new'))").count()
+                   == 1, "a polling tab to see the change")
+
+
 def test_a_restarted_inbox_asks_for_the_new_link_in_words(browser, make_agent, url):
     from agentflow.cli.inbox import Inbox
     with open_store(url) as store:

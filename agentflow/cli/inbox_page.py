@@ -404,7 +404,7 @@ def _forms(entry: PendingEntry, shown: str | None, e: Shown) -> str:
             f"{edit}"
             f'<details class="always"><summary>Always allow</summary>{form}'
             '<label>rules (one a line) added to this session\'s grants:'
-            f'<textarea name="rules" rows="2" spellcheck="false">{e(rules, True)}</textarea>'
+            f'<textarea name="rules" rows="2" maxlength="4000" spellcheck="false">{e(rules, True)}</textarea>'
             '</label><label>for <select name="ttl"><option value="">the whole session'
             '</option><option value="3600">1 hour</option><option value="86400">1 day'
             '</option></select></label>'
