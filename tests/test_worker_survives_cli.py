@@ -216,3 +216,34 @@ def test_a_worker_takes_the_chats_sandbox_flags(server, url, tmp_path):
     assert "t-1: done" in log
     assert ran(tmp_path) == []
     assert "Read-only file system" in server.requests[-1].json["messages"][-1]["content"]
+
+
+@pytest.mark.slow  # a process of its own, interrupted
+def test_a_run_a_person_stopped_with_ctrl_c_is_not_continued_by_a_worker(server, url,
+                                                                          tmp_path):
+    """Ctrl-C inside a tool of ``agentflow chat`` stops the run on purpose: the session
+    keeps the 'interrupted' result, and is not listed as cut short, so no worker on the
+    store goes on with it behind the person's back. (A worker's own run cut short by
+    Ctrl-C is another worker's to continue.)"""
+    import subprocess
+
+    from agentflow.journal import RUN_MARK
+    from helpers_cli import AGENTFLOW, calls_reply, child_env
+    import signal
+    import time
+    server.queue(calls_reply(("call_1", "run_command", {"command": "touch started; sleep 10"})))
+    chat = subprocess.Popen([AGENTFLOW, "chat", "--sandbox", "off", "--approve-all",
+                             "--base-url", server.base_url, "--store", url, "--session",
+                             "t-1", "wait a while"], cwd=tmp_path, env=child_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    chat.send_signal(signal.SIGINT)  # what the terminal's Ctrl-C sends it
+    out, err = chat.communicate(timeout=60)
+    done = subprocess.CompletedProcess(chat.args, chat.returncode, out, err)
+    assert done.returncode == 130, (done.stdout, done.stderr)
+    with open_store(url, store_key()) as store:
+        held = store.load("t-1")
+        assert held.messages[-1].content.startswith("Error: interrupted"), held.messages[-1]
+        assert RUN_MARK not in held.state and store.cut_short() == []

@@ -89,6 +89,7 @@ class Chat:
         self.out = out or Output(args.json)
         self.say = self.out.say
         self.interactive = interactive
+        self.serving = False  # a worker's: a run Ctrl-C cut short is another worker's to go on
         self.shown: set[str] = set()  # calls shown (prompt or call line) in this process
         confirm = self.confirm if interactive else None
         settings = chat_settings(args, session, confirm)
@@ -230,6 +231,9 @@ class Chat:
             # the reply still asked the question, and the next turn should see it.
             kept = [m for m in messages if not any(m is s for s in self.session.messages)]
             self.session.messages.extend(kept)
+            if not self.serving:  # a person stopped it: no worker continues it (issue 38)
+                from ..journal import RUN_MARK
+                self.session.state.pop(RUN_MARK, None)
             self.save()
             text = ("stopped by Ctrl-C: " + ("your message and every completed step are"
                                              if kept else "every completed step is")

@@ -314,6 +314,7 @@ class Worker:
                 return 0
             self.reported.pop(session_id, None)
             self.chat_args.session = session_id
+            chat.serving = True
             if continuing:
                 self.say(f"continuing {session_id} (its run was cut short: {CUT_SHORT})")
             else:
