@@ -87,6 +87,8 @@ def main(waiting: int = WAITING) -> dict:
         measured = measure(waiting, dsn, folder)
         if "trip" in measured:
             result["postgresql trip"] = measured["trip"]
+    except Exception as exc:  # reported, not fatal: SQLite's rows stand
+        result["notes"].append(f"round trip on PostgreSQL: {type(exc).__name__}: {exc}")
     finally:
         postgres_cluster.stop(cluster)
     return result
