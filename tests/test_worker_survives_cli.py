@@ -156,6 +156,12 @@ def test_pending_lists_a_cut_short_session_and_a_worker_continues_it(server, url
     assert "t-1" in listed and "(needs a run: the worker stopped inside it)" in listed
     [line] = run_agentflow("pending", "--store", url, "--json", cwd=tmp_path).stdout.splitlines()
     assert json.loads(line)["needs_run"] == "needs a run: the worker stopped inside it"
+    with running_inbox(url) as inbox:  # the page says so too, with no answer form
+        client = Client(inbox)
+        client.login()
+        page = client.page()
+    assert "needs a run: the worker stopped inside it; a worker continues it" in page
+    assert 'data-state="needs-run"' in page
     server.queue(chat_stream(text="It may not have run."))
     log = worker_once(url, server, tmp_path)
     assert "worker: continuing t-1 (its run was cut short: needs a run: the worker stopped " \
