@@ -28,6 +28,7 @@ import scale  # noqa: E402
 import secrets_scan  # noqa: E402
 import startup  # noqa: E402
 import stores  # noqa: E402
+import wakeup  # noqa: E402
 import tracing  # noqa: E402
 from common import SOURCE, runs, summary  # noqa: E402
 
@@ -230,6 +231,11 @@ def main() -> int:
     print("the approval inbox ...", flush=True)
     lines += ["", "## 11. The approval inbox", ""] + INBOX_TEXT
     lines += inbox.table(inbox.main())
+    print("an answer waking a worker ...", flush=True)
+    lines += ["", "Issue 38 (bench/wakeup.py): from `store.answer` (the page's Approve) to the "
+              "worker's tool call, a real `agentflow worker --poll 5` woken by the store "
+              "(SQLite's data version, PostgreSQL's NOTIFY), not by its poll. Goal: under "
+              "100 ms median.", ""] + wakeup.table(wakeup.main())
 
     print("tracing ...", flush=True)
     lines += ["", f"## 12. Tracing ({tracing.ROUNDS} tool rounds)", "",
