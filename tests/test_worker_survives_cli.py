@@ -253,3 +253,24 @@ def test_a_run_a_person_stopped_with_ctrl_c_is_not_continued_by_a_worker(server,
         held = store.load("t-1")
         assert held.messages[-1].content.startswith("Error: interrupted"), held.messages[-1]
         assert RUN_MARK not in held.state and store.cut_short() == []
+
+
+def test_a_session_locked_for_a_moment_is_looked_at_again_soon(server, url, tmp_path):
+    """The inbox holds the lease for the moment of its write, and the store tells a
+    waiting worker of the answer at its commit, before the lease is given back: the
+    worker looks again within 50 ms, not after its whole poll; a session that stays
+    locked (a live worker inside it) waits for the poll as before."""
+    import argparse
+    import io
+
+    from agentflow.cli import worker as workers
+    pause_chat(server, url, "t-1", [("call_1", "run_command", ECHO)], tmp_path)
+    approve_all(url, {"t-1"}, store_key())
+    parser = argparse.ArgumentParser()
+    workers.add_arguments(parser)
+    args = parser.parse_args(["--store", url, "--base-url", server.base_url, "--poll", "5"])
+    worker = workers.Worker(args, [], io.StringIO())
+    with open_store(url, store_key()) as store, open_store(url, store_key()) as inbox:
+        with inbox.open("t-1"):  # held, as during the inbox's write
+            assert worker.sweep(store) == 0 and worker.soon is True
+            assert worker.sweep(store) == 0 and worker.soon is False  # still held: the poll

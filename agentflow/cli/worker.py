@@ -32,6 +32,7 @@ from ..stores import open_store_waiting
 from ..stores.base import CUT_SHORT, readiness
 
 _LONGEST_PAUSE = 5.0  # seconds between a failing store's tries, at most
+_AGAIN_SOON = 0.05  # seconds before a look at a session that was just locked
 _SCAN_EVERY = 60.0  # seconds between looks at every inbox row (for forged ones)
 _LONGEST_RETRY = 300.0  # seconds before a cut-short run that failed is tried again, at most
 from ..stores.answers import ready_responses, refuse_answers
@@ -160,6 +161,8 @@ class Worker:
         self.trouble: str | None = None  # what the store last failed with, said once
         self.scanned: float | None = None  # when every inbox row was last looked at
         self.retry: dict[str, tuple[float, float]] = {}  # id -> (when, pause) after a failure
+        self.locked: set = set()  # the sessions another process held at the last look
+        self.soon = False  # look again in a moment (sweep)
 
     def say(self, text: str) -> None:
         """Print one line of the worker's log.
@@ -188,6 +191,7 @@ class Worker:
             for entry in store.pending():  # SPEC R27: a forged row is never resumed, and said
                 if entry.error is not None:
                     self.report(entry.session_id, f"refused: {entry.error} (nothing was run)")
+        locked: set = set()
         todo = [(i, False) for i in store.answered()]
         todo += [(i, True) for i in store.cut_short()
                  if self.retry.get(i, (0.0, 0.0))[0] <= now]
@@ -196,7 +200,8 @@ class Worker:
                 done += self.resume(store, session_id, continuing)
                 self.retry.pop(session_id, None)
             except SessionLockedError:
-                continue  # another worker has it open: it resumes it
+                locked.add(session_id)  # another worker has it open: it resumes it
+                continue
             except SessionConflictError as exc:
                 self.say(f"{session_id}: another worker wrote it first ({exc})")
             except SessionIntegrityError as exc:  # SPEC R27: forged, or another key's
@@ -210,6 +215,11 @@ class Worker:
                 if continuing:  # still cut short: tried again later, not at every look
                     pause = min(self.retry.get(session_id, (0.0, 5.0))[1] * 2, _LONGEST_RETRY)
                     self.retry[session_id] = (time.monotonic() + pause, pause)
+        # An inbox holds the lease for the moment of its write, and the store tells of
+        # the answer at its commit, before the lease is given back: a session locked now
+        # and not at the last look is looked at again soon, not after the whole poll.
+        self.soon = bool(locked - self.locked)
+        self.locked = locked
         return done
 
     def serve(self, store, once: bool = False, sleep=time.sleep) -> None:
@@ -245,10 +255,11 @@ class Worker:
                 self.trouble, pause = None, self.args.poll
             if once:
                 return
+            poll = min(self.args.poll, _AGAIN_SOON) if self.soon else self.args.poll
             if sleep is time.sleep:
-                store.wait(self.args.poll)  # early when the store can tell of work
+                store.wait(poll)  # early when the store can tell of work
             else:
-                sleep(self.args.poll)
+                sleep(poll)
 
     def report(self, session_id: str, problem: str) -> None:
         """Say once why a session is not resumed (again only when the reason changes).
