@@ -274,3 +274,33 @@ def test_a_session_locked_for_a_moment_is_looked_at_again_soon(server, url, tmp_
         with inbox.open("t-1"):  # held, as during the inbox's write
             assert worker.sweep(store) == 0 and worker.soon is True
             assert worker.sweep(store) == 0 and worker.soon is False  # still held: the poll
+
+
+@pytest.mark.slow  # a process of its own, interrupted
+def test_ctrl_c_inside_a_workers_tool_stops_the_worker_and_leaves_the_run_to_another(
+        server, url, tmp_path):
+    """The chat's run takes the Ctrl-C (it stores 'interrupted'); the worker stops too
+    (exit 0), rather than serving on, and the run it was in is listed as cut short for
+    the next worker."""
+    import signal
+    import subprocess
+    import time
+
+    from helpers_cli import AGENTFLOW, child_env
+    pause_chat(server, url, "t-1", [("call_1", "run_command",
+                                     {"command": "touch started; sleep 10"})], tmp_path,
+               "--sandbox", "off")
+    approve_all(url, {"t-1"}, store_key())
+    worker = subprocess.Popen([AGENTFLOW, "worker", "--store", url, "--base-url",
+                               server.base_url, "--sandbox", "off"], cwd=tmp_path,
+                              env=child_env(), stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    worker.send_signal(signal.SIGINT)
+    out, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 0, out
+    assert "t-1: stopped by Ctrl-C; its run is left for a worker to continue" in out
+    with open_store(url, store_key()) as store:
+        assert store.cut_short() == ["t-1"]
+        assert store.load("t-1").messages[-1].content.startswith("Error: interrupted")

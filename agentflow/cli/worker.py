@@ -337,6 +337,10 @@ class Worker:
                 refuse_answers(session, str(exc))
                 self.say(f"refused the answers to {session_id}: {exc}")
                 return 0
+        if status == 130:  # Ctrl-C, which the chat's run took: it stops the worker too
+            self.say(f"{session_id}: stopped by Ctrl-C; its run is left for a worker to "
+                     "continue")
+            raise KeyboardInterrupt
         self.resumed += 1
         self.say(f"{session_id}: {'paused again' if status == 3 else 'done'}")
         return 1
