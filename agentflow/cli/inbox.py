@@ -255,12 +255,14 @@ class Inbox:
         nothing stored, so those few are compared at each look), or all of them when
         the store cannot tell (SPEC R22 addendum, fourth batch)."""
         cursor, changed = store.changes(self._cursor)
-        stopped = set(store.cut_short())
         if changed is None or self._cursor is None:
             self._by_session = {}
             for entry in store.pending():
                 self._by_session.setdefault(entry.session_id, []).append(entry)
+            stopped = {i for i, entries in self._by_session.items()
+                       if any(e.needs_run for e in entries)}
         else:
+            stopped = set(store.cut_short())
             changed = set(changed) | (stopped ^ self._stopped)
             for session_id in changed:
                 self._by_session.pop(session_id, None)
