@@ -314,4 +314,6 @@ def test_a_hostile_deny_pattern_of_the_repository_decides_in_linear_time(tmp_pat
         assert status == 0 and ": denied" not in out.splitlines()[0]
     status, out, _ = in_process("policy", "check", f"run_command(echo {'a' * 4000}c)")
     assert out.splitlines()[0].endswith(": denied")
-    assert time.monotonic() - started < 2.0
+    # not a timing (that is make bench's): a guard against the exponential kind, which
+    # took over 20 s at 12 letters and would take days at 24; linear is milliseconds
+    assert time.monotonic() - started < 15.0

@@ -66,7 +66,7 @@ def test_a_bad_store_value_exits_2(tmp_path, url):
     chat = run_chat("--store", url, "--session", "s", "hi", cwd=tmp_path)
     assert chat.returncode == 2 and chat.stderr.startswith("agentflow: --store: "), chat.stderr
     pending = run_agentflow("pending", "--store", url, cwd=tmp_path)
-    assert pending.returncode == 2 and pending.stderr.startswith("agentflow: store "), \
+    assert pending.returncode == 2 and pending.stderr.startswith("agentflow: --store: store "), \
         pending.stderr
 
 
@@ -462,3 +462,29 @@ def test_the_mcp_sdks_own_log_lines_are_hidden_unless_verbose(capsys):
         root = logging.getLogger("mcp")
         root.handlers[:], root.propagate = [], True
         root.setLevel(logging.NOTSET)
+
+
+@pytest.mark.parametrize("command", [
+    ("pending",), ("show", "-s", "s-1"), ("inbox",), ("worker", "--once"),
+    ("chat", "--session", "s-1", "hi")])
+@pytest.mark.parametrize("store, hint", [
+    ("sessions.db", "write sqlite:///sessions.db for an SQLite file"),
+    ("/var/lib/a/sessions.db", "write sqlite:////var/lib/a/sessions.db for an SQLite file")])
+def test_a_store_that_is_not_a_url_is_a_usage_error_naming_its_own_url(
+        tmp_path, command, store, hint):
+    """Issue 34 (a newcomer's run): every command taking --store says the same thing in
+    the same words, with status 2 as the README's table says, and the URL it suggests
+    is that of the path given (four slashes for an absolute one), not another."""
+    done = run_agentflow(*command, "--store", store, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (f"agentflow: --store: store {store!r} is not a URL: {hint}, "
+                           "postgresql://user@host/db or file:///folder\n")
+    assert os.listdir(tmp_path) == []  # nothing was made
+
+
+@pytest.mark.parametrize("command", [("pending",), ("inbox",), ("worker", "--once")])
+def test_an_unknown_kind_of_store_is_a_usage_error(tmp_path, command):
+    done = run_agentflow(*command, "--store", "sqlit:///sessions.db", cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr == ("agentflow: --store: store 'sqlit:///sessions.db': unknown kind "
+                           "'sqlit'; agentflow has sqlite, postgresql and file stores\n")

@@ -190,6 +190,14 @@ def _chat_doc() -> str:
 
 
 def _dispatch(args) -> int:
+    store = getattr(args, "store", None)
+    if store is not None and args.command != "chat":  # chat says so in its own words
+        from ..stores import check_store_url
+        try:
+            check_store_url(store)
+        except ValueError as exc:  # a --store that cannot be a store: bad usage (status 2)
+            _complain(f"--store: {exc}")
+            return 2
     if args.command == "chat":
         from .chat import main as chat_main
         return chat_main(args)

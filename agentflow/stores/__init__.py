@@ -43,7 +43,7 @@ from .files import FileStore
 from .sql import PostgresStore, SQLiteStore
 
 __all__ = ["SessionStore", "FileStore", "SQLiteStore", "PostgresStore", "PendingEntry",
-           "open_store", "open_store_waiting"]
+           "check_store_url", "open_store", "open_store_waiting"]
 
 
 def open_store(url: str, secret: str | bytes | None = None) -> SessionStore:
@@ -56,23 +56,49 @@ def open_store(url: str, secret: str | bytes | None = None) -> SessionStore:
         secret: sign and check every session (HMAC-SHA256).
 
     Raises:
-        ValueError: an unknown scheme, or no path.
+        ValueError: an unknown scheme, or no path (``check_store_url``'s message).
     """
+    kind, where = _parsed(url)
+    if kind == "sqlite":
+        return SQLiteStore(where, secret)
+    if kind == "postgresql":
+        return PostgresStore(where, secret)
+    return FileStore(where, secret)
+
+
+def check_store_url(url: str) -> None:
+    """Check that ``url`` names a store, without opening it: what a command line does
+    before it starts, so a mistyped ``--store`` is a usage error at once.
+
+    Args:
+        url: as for ``open_store``.
+
+    Raises:
+        ValueError: what is wrong, and what to write instead (for a path given bare,
+            the ``sqlite:///`` URL of that very path).
+    """
+    _parsed(url)
+
+
+def _parsed(url: str) -> tuple[str, str]:
     scheme, sep, rest = url.partition("://")
     if not sep:
-        raise ValueError(f"store {url!r} is not a URL: write sqlite:///sessions.db, "
+        # a bare path is the common slip: name its own URL (four slashes when absolute)
+        path = url if url and not any(c.isspace() for c in url) else "sessions.db"
+        sqlite = f"sqlite:///{path}"
+        raise ValueError(f"store {url!r} is not a URL: write {sqlite} for an SQLite file, "
                          "postgresql://user@host/db or file:///folder")
     if scheme == "sqlite":
         path = rest[1:] if rest.startswith("/") else rest
         if not path:
             raise ValueError(f"store {url!r} names no file: write sqlite:///sessions.db")
-        return SQLiteStore(path, secret)
+        return "sqlite", path
     if scheme in ("postgresql", "postgres"):
-        return PostgresStore(url, secret)
+        return "postgresql", url
     if scheme == "file":
         if not rest.startswith("/"):
             raise ValueError(f"store {url!r}: write file:///absolute/folder")
-        return FileStore(rest, secret)
+        return "file", rest
     raise ValueError(f"store {url!r}: unknown kind {scheme!r}; agentflow has sqlite, "
                      "postgresql and file stores")
 
