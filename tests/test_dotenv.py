@@ -81,3 +81,21 @@ def test_a_workspace_given_by_a_link_is_scanned_through_it(tmp_path):
     assert secret_values(space) == []
     (real / ".env").write_text("TOKEN=through-the-link-1\n")
     assert secret_values(space) == ["through-the-link-1"]
+
+
+def test_a_multi_line_value_s_every_line_is_masked_in_a_copy(tmp_path):
+    """``KEY="-----BEGIN …`` runs on to its closing quote (python-dotenv, Node's dotenv):
+    a backup's ``cat`` printed the key's body lines in clear."""
+    from agentflow.builtin.builtin_tools import builtin_tools
+    body = ["MIIEowIBAAKCAQEAbodyOne1xyzQ", "MIIEowIBAAKCAQEAbodyTwo2xyzQ"]
+    text = ('APP_KEY="-----BEGIN RSA PRIVATE KEY-----\n' + "\n".join(body)
+            + '\n-----END RSA PRIVATE KEY-----"\n'
+            + "SINGLE='line one of it\nline-two-of-it'\nAFTER=after-value-1\n")
+    (tmp_path / ".env").write_text(text)
+    (tmp_path / "backup.txt").write_text(text)
+    assert "after-value-1" in secret_values(Workspace(tmp_path))
+    run = builtin_tools(["run_command"], workspace=str(tmp_path))[0]
+    result = run.run_command("cat backup.txt", sandbox=False)
+    for secret in (*body, "line-two-of-it", "after-value-1"):
+        assert secret not in result and secret[:10] not in result, (secret, result)
+    assert result.startswith("exit status 0\nAPP_KEY=")

@@ -44,6 +44,37 @@ def line_value(line: str) -> str | None:
     return value.split(" #", 1)[0].strip()
 
 
+def file_values(text: str) -> list[str]:
+    """The values of a ``.env`` file's ``NAME=value`` lines, a quoted value running on
+    over the next lines until its closing quote (python-dotenv and Node's dotenv read
+    ``KEY="-----BEGIN …`` so: a private key's body lines are its value too).
+
+    Args:
+        text: the file's text (str).
+
+    Returns:
+        list[str]: the values in order, a multi-line one with its newlines.
+    """
+    values, lines, index = [], text.splitlines(), 0
+    while index < len(lines):
+        value = line_value(lines[index])
+        index += 1
+        if value is not None and value[:1] in "'\"" and not (
+                len(value) >= 2 and value[-1] == value[0]):
+            quote, parts = value[0], [value[1:]]
+            while index < len(lines):
+                line = lines[index].rstrip()
+                index += 1
+                if line.endswith(quote):
+                    parts.append(line[:-1])
+                    break
+                parts.append(line)
+            value = "\n".join(parts)
+        if value is not None:
+            values.append(value)
+    return values
+
+
 def secret_values(space) -> list[str]:
     """The values in the workspace's secret files, longest first: those there now and
     those read before in this process (a renamed file still holds them).
@@ -53,7 +84,7 @@ def secret_values(space) -> list[str]:
 
     Returns:
         list[str]: each distinct value of 8 or more characters of a ``NAME=value``
-        line in a file below the root named ``.env``, ``.env.*`` or ``*.env`` whose
+        line (a quoted one over the lines to its closing quote) in a file below the root named ``.env``, ``.env.*`` or ``*.env`` whose
         path is a secret file; ``.git`` folders are not searched, symlinks not
         followed.
     """
@@ -139,7 +170,7 @@ class Scan:
                 text = handle.read(FILE_CAP).decode("utf-8", "replace")
         except OSError:
             return None
-        values = [v for v in map(line_value, text.splitlines()) if v is not None and len(v) >= 8]
+        values = [v for v in file_values(text) if len(v) >= 8]
         if now - info.st_mtime_ns < self.RACY * 1e9:
             mark = None  # written just now: read again next time
         return mark, values
