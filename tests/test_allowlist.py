@@ -305,3 +305,25 @@ def test_a_tar_listing_with_an_option_the_table_does_not_know_asks(tmp_path):
             assert decided(rules, line, tmp_path)[0] is None, (line, rules)
     for line in ("tar tf a.tar", "tar -tvf a.tar f", "tar tzf a.tgz"):
         assert decided(["tar *"], line, tmp_path)[0] == "allow", line
+
+
+def test_a_recursive_reader_through_a_shipped_link_to_a_secret_asks(tmp_path, monkeypatch):
+    """A repository may ship links (git keeps them): ``grep -R`` follows ``src/keys ->
+    ~/.ssh`` and printed the private key; the walk judged the link's own path."""
+    home, outside, workspace = tmp_path / "home", tmp_path / "outside", tmp_path / "ws"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text(f"KEY {CANARY}\n")
+    outside.mkdir()
+    (outside / ".env").write_text(f"TOKEN={CANARY}\n")
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "a.py").write_text("# TODO\n")
+    monkeypatch.setenv("HOME", str(home))
+    for link, target in (("keys", home / ".ssh"), ("up", home), ("conf", outside)):
+        (workspace / "src" / link).symlink_to(target)
+        assert CANARY in sh("grep -R KEY src; grep -R TOKEN src", workspace), link
+        for line in ("grep -R KEY src", "grep -rn TODO src", "grep -R TOKEN ."):
+            effect, note = decided(["grep *"], line, workspace)
+            assert effect is None and "hold a secret file" in note, (link, line, note)
+        (workspace / "src" / link).unlink()
+    (workspace / "src" / "mine").symlink_to(workspace)  # a link inside: as before
+    assert decided(["grep *"], "grep -rn TODO src", workspace)[0] == "allow"

@@ -687,17 +687,26 @@ def walks_into_secret(command, root: str, secret) -> str | None:
             folders.append(path)
     if searcher and not named:  # no file or folder named: it searches the current one
         folders = [root]
-    seen = 0
+    seen, walked = 0, set()
     for folder in folders:
-        for here, dirs, files in os.walk(folder):
+        # through links too (grep -R, rg -L follow them; a repository may ship
+        # docs/keys -> ~/.ssh), each entry judged where it really lies
+        for here, dirs, files in os.walk(folder, followlinks=True):
             if skips_hidden:
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 files = [f for f in files if not f.startswith(".")]
+            real = os.path.realpath(here)
+            if real in walked:  # a link back to a folder already read (src/me -> ..)
+                dirs[:] = []
+                continue
+            walked.add(real)
             for name in files + dirs:
                 seen += 1
                 if seen > _WALK_LIMIT:
                     return f"more than {_WALK_LIMIT} entries to look through"
-                kind = secret(os.path.join(here, name))
+                path = os.path.join(real, name)
+                kind = secret(path) or (secret(os.path.realpath(path))
+                                        if os.path.islink(path) else None)
                 if kind is not None:
                     return kind
     return None
