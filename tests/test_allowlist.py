@@ -327,3 +327,13 @@ def test_a_recursive_reader_through_a_shipped_link_to_a_secret_asks(tmp_path, mo
         (workspace / "src" / link).unlink()
     (workspace / "src" / "mine").symlink_to(workspace)  # a link inside: as before
     assert decided(["grep *"], "grep -rn TODO src", workspace)[0] == "allow"
+
+
+def test_git_remote_verbose_prints_a_token_in_the_url_and_asks(tmp_path):
+    git_in(tmp_path, "init", "-q", ".")
+    git_in(tmp_path, "remote", "add", "origin", f"https://u:{CANARY}@example.invalid/r.git")
+    for line in ("git remote -v", "git remote --verbose", "git remote --verb"):
+        assert CANARY in sh(line, tmp_path), line
+        assert decided(["git *"], line, tmp_path)[0] is None, line
+    assert CANARY not in sh("git remote", tmp_path)
+    assert decided(["git *"], "git remote", tmp_path)[0] == "allow"

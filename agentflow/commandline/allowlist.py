@@ -213,8 +213,8 @@ GIT = Known(
                                             "stage", "exclude-standard", "directory",
                                             "no-empty-directory", "error-unmatch",
                                             "full-name"))),
-        "remote": Known(_spec("git remote", flags="v", long_flags=("verbose",)),
-                        operands="none"),
+        # names only: -v prints the URLs, which may carry a token (https://u:TOKEN@…)
+        "remote": Known(_spec("git remote"), operands="none"),
         "describe": Known(_spec("git describe", long_flags=("tags", "always", "long",
                                                            "all"),
                                 long_optional=("abbrev", "dirty"))),
