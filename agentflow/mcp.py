@@ -716,7 +716,15 @@ class MCPTool(Tool):
             MCPTimeoutError: no answer in time; the call was cancelled.
             MCPError: the server is not running, died during the call, or refused it.
         """
-        result = self.server.call(self.mcp_name, arguments, self.timeout)
+        try:
+            result = self.server.call(self.mcp_name, arguments, self.timeout)
+        except MCPError as exc:  # a JSON-RPC error's message is the server's text too
+            if self.server.secrets is None:
+                raise
+            masked = scrub_all(str(exc), self.server.secrets())
+            if masked == str(exc):
+                raise
+            raise type(exc)(masked, exc.server) from None
         text = _capped(result_text(result), self.server.result_cap)
         if self.server.secrets is not None:  # a server that read .env sends no value on
             text = scrub_all(text, self.server.secrets())

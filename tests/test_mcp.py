@@ -303,6 +303,22 @@ def test_a_call_the_server_refuses_is_a_typed_error(notes):
     assert notes.running
 
 
+def test_a_json_rpc_error_s_message_is_masked_as_a_result_is(notes, tmp_path):
+    """SPEC R27: a value of the workspace's .env is masked in every result the model is
+    sent, and the server's JSON-RPC error text is one (it reached the model unmasked)."""
+    from agentflow.cli.servers import mask_results_of
+    (tmp_path / ".env").write_text('NOTE_TOKEN="refused on purpose"\n')
+    before = notes.secrets
+    mask_results_of([notes], str(tmp_path), ())
+    try:
+        with pytest.raises(MCPError) as caught:
+            by_name(notes)["refuse"].invoke({})
+    finally:
+        notes.secrets = before
+    assert "on purpose" not in str(caught.value) and "***" in str(caught.value)
+    assert str(caught.value).endswith("(JSON-RPC error -32602)")
+
+
 # -- the approval gate with MCP tools (SPEC R3, R4) ------------------------------------------------
 
 def test_gated_write_pauses_then_runs_once_approved(notes, servers):
