@@ -337,3 +337,17 @@ def test_git_remote_verbose_prints_a_token_in_the_url_and_asks(tmp_path):
         assert decided(["git *"], line, tmp_path)[0] is None, line
     assert CANARY not in sh("git remote", tmp_path)
     assert decided(["git *"], "git remote", tmp_path)[0] == "allow"
+
+
+def test_an_awk_program_that_sets_the_files_it_reads_asks(tmp_path):
+    """awk reads the files ``ARGV`` holds: a program can build a name the line never
+    spells (``".e" "nv"``, a key's path) and read it."""
+    (tmp_path / "f").write_text("x\n")
+    (tmp_path / ".env").write_text(f"TOKEN={CANARY}\n")
+    for line in ("awk 'BEGIN{ARGV[1]=\".e\" \"nv\"; ARGC=2} 1' f",
+                 "awk 'BEGIN { ARGV[ARGC++] = \".e\" \"nv\" } 1'",
+                 "awk -F= 'NR==1{ARGV[2]=\".e\" \"nv\"; ARGC=3} {print $2}' f"):
+        assert CANARY in sh(line, tmp_path), line
+        for rules in (["awk *"], [None]):
+            assert decided(rules, line, tmp_path)[0] is None, (line, rules)
+    assert decided(["awk *"], "awk -F: '{print $1}' f", tmp_path)[0] == "allow"

@@ -125,7 +125,8 @@ TABLE = (
           "\"Claude Code: Sed Command Validation Bypass that Allows Arbitrary File Writes\" "
           "(fixed in 2.0.31)", check="sed-script"),
     Entry(("awk", "gawk", "mawk", "nawk", "busybox-awk"), RUNS, "awk(1p), gawk(1): system(), "
-          "print | cmd, cmd | getline, print > file, getline < file, ENVIRON", check="awk-program"),
+          "print | cmd, cmd | getline, print > file, getline < file, ENVIRON, ARGV/ARGC (the "
+          "files read)", check="awk-program"),
     Entry(("awk", "gawk", "mawk", "nawk"), RUNS, "gawk(1) -f/--file, -i/--include, "
           "-l/--load (a shared library), -E/--exec; -W (gawk: any long option, "
           "-W source=…; mawk(1): -W exec file)",
@@ -490,8 +491,10 @@ def _awk_program(args: list, globs: set) -> bool:
             return True
     for program in programs:
         bare = program.replace("||", "").replace(">=", "")
-        # @: gawk's indirect call (f = "sys" "tem"; @f("…")), @load, @include
-        if re.search(r"system|getline|ENVIRON|PROCINFO|[@|>]", bare):
+        # @: gawk's indirect call (f = "sys" "tem"; @f("…")), @load, @include; ARGV,
+        # ARGC: the files awk reads, which a program may set to a name it builds
+        # (ARGV[1] = ".e" "nv" reads a file the line does not name)
+        if re.search(r"system|getline|ENVIRON|PROCINFO|ARGV|ARGC|[@|>]", bare):
             return True
     return False
 
