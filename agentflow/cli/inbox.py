@@ -36,6 +36,7 @@ import getpass
 import ipaddress
 import json
 import math
+import selectors
 import socket
 import sys
 import threading
@@ -212,9 +213,8 @@ class Inbox:
         Returns:
             Inbox: itself.
         """
-        # A short poll: stop() returns within 0.1 s instead of serve_forever's 0.5 s.
-        serve = lambda: self.httpd.serve_forever(poll_interval=0.1)  # noqa: E731
-        for target in (serve, self._watch):
+        self._wake, self._waker = socket.socketpair()
+        for target in (self._serve, self._watch):
             thread = threading.Thread(target=target, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -222,12 +222,28 @@ class Inbox:
             self.notifier.start()
         return self
 
+    def _serve(self) -> None:
+        # Not serve_forever(): it notices shutdown() only at its next poll, so each stop
+        # waited up to a poll interval; a byte on the wake-up socket ends this at once
+        # (as agentflow.testing.replay's server does).
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.httpd, selectors.EVENT_READ)
+            selector.register(self._wake, selectors.EVENT_READ)
+            while True:
+                if any(key.fileobj is self._wake for key, _ in selector.select()):
+                    return
+                self.httpd.handle_request()
+
     def stop(self) -> None:
         """Stop serving and close every store connection."""
         self.stopping = True
         with self._changed:
             self._changed.notify_all()
-        self.httpd.shutdown()
+        if self._threads:
+            self._waker.send(b"\0")
+            self._threads[0].join()
+            self._wake.close()
+            self._waker.close()
         self.httpd.server_close()
         if self.notifier is not None:
             self.notifier.stop()
