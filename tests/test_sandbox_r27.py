@@ -192,7 +192,11 @@ SECRETS_ENV = {"GITHUB_TOKEN": "ghp_gIthUbt0ken", "AWS_ACCESS_KEY_ID": "AKIAFAKE
                "AWS_SECRET_ACCESS_KEY": "aws/Secret+Access",
                "DATABASE_URL": "postgresql://app:Db-PassW0rd@db.example/app",
                "PGPASSWORD": "pg-pAssw0rd-x", "SERVICE_CREDENTIALS": "cred3ntial-blob",
-               "BASIC_AUTH": "user:basic-auth-v4lue"}
+               "BASIC_AUTH": "user:basic-auth-v4lue",
+               # a password in a query or a keyword DSN, under a name that says nothing
+               "JDBC_URL": "jdbc:mysql://db/app?user=u&password=jdbc-hunter2-zq",
+               "PG_DSN": "host=db user=app password=dsn-hunter3-zq",
+               "ODBC": "Driver={x};Server=db;Uid=u;Pwd=odbc-hunter4-zq"}
 
 
 def test_the_environment_leaves_out_every_secret_by_name_or_value():

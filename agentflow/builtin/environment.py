@@ -6,7 +6,8 @@ Removing only the API key's variable left every other secret to the commands
 ``export -p`` and ``make -p``, which print them. So, as Codex's shell environment
 policy does by default, a variable is left out when its name holds one of
 ``SECRET_WORDS`` (ignoring case) or its value is a URL with a password in it
-(``postgresql://user:PASSWORD@host/db``). Two lists of name patterns (``fnmatch``
+(``postgresql://user:PASSWORD@host/db``) or a ``password=…`` (``jdbc:…?password=…``,
+``host=db password=…``). Two lists of name patterns (``fnmatch``
 syntax, ignoring case) change that, from a policy's ``sandbox`` settings:
 ``env_exclude`` leaves out more, ``env_include`` lets a variable through that the rule
 would leave out. The API key's variables are always left out, whatever the lists say.
@@ -20,6 +21,10 @@ import re
 SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 # scheme://user:password@ — the password part is what a command must not get
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@:]*:[^/?#\s@]+@")
+# password=… as a URL's query or a keyword DSN gives it (jdbc:…?user=u&password=…,
+# libpq's "host=db password=…", ODBC's ";Pwd=…")
+_KEYED_PASSWORD = re.compile(r"(?:^|[?&;\s])(?:password|passwd|pwd|pass)=[^&;\s]+",
+                             re.IGNORECASE)
 
 
 def _matches(name: str, patterns) -> bool:
@@ -36,10 +41,11 @@ def secret_variable(name: str, value: str) -> bool:
 
     Returns:
         bool: its name holds one of ``SECRET_WORDS`` (ignoring case), or its value
-        holds a URL with a password.
+        holds a URL with a password or a ``password=…`` (a query, a keyword DSN).
     """
     upper = name.upper()
-    return any(word in upper for word in SECRET_WORDS) or bool(_URL_PASSWORD.search(value))
+    return any(word in upper for word in SECRET_WORDS) or bool(
+        _URL_PASSWORD.search(value) or _KEYED_PASSWORD.search(value))
 
 
 def command_environment(environ, include=(), exclude=(), always=()) -> tuple[dict, dict]:
