@@ -92,9 +92,10 @@ def _tracked_secret(root: str) -> str | None:
     folder = git_folder(root)
     names = [] if folder is None else tracked(folder)
     if names is None:
-        return "git's index could not be read"
+        return "git's index could not be read (a split index?), so it may hold one"
     space = Workspace(root, SECRET_FILES)
-    return next((n for n in names if space.secret(os.path.join(root, n))), None)
+    found = next((n for n in names if space.secret(os.path.join(root, n))), None)
+    return None if found is None else f"the index holds a secret file ({found})"
 
 
 def _diff_check(args: list, root: str) -> str | None:
@@ -111,9 +112,8 @@ def _diff_check(args: list, root: str) -> str | None:
                "--name-only forms are known harmless)"
     secret = _tracked_secret(root)
     if secret is not None:
-        return (f"the index holds a secret file ({secret}), and a patch of the work tree "
-                "prints the index's copy (only --stat and --name-only forms are known "
-                "harmless)")
+        return (f"{secret}, and a patch of the work tree prints the index's copy (only "
+                "--stat and --name-only forms are known harmless)")
     before = args[:args.index("--")] if "--" in args else args
     for word in before:
         if not word.startswith("-") and not os.path.exists(os.path.join(root, word)):

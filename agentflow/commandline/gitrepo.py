@@ -110,6 +110,11 @@ def tracked(folder: str) -> list | None:
                 position = start + (end - start + 8) // 8 * 8
             names.append(name.decode("utf-8", "surrogateescape"))
             previous = name
+        while position + 8 <= len(data) - hashlen:  # the extensions after the entries
+            signature = data[position:position + 4]
+            if signature == b"link":  # a split index: most entries are in another file
+                return None
+            position += 8 + struct.unpack(">I", data[position + 4:position + 8])[0]
         return names
     except (struct.error, IndexError, ValueError):
         return None
