@@ -148,8 +148,19 @@ class ChatClientAgent:
         session = session if session is not None else AgentSession()
         return self._run(new_input, session, options or self.options)
 
-    def _run(self, new_input: list[ChatMessage], session: AgentSession,
-             options: AgentRunOptions) -> Iterator[AgentResponseUpdate]:
+    def _prompt(self, new_input: list[ChatMessage],
+                session: AgentSession | None) -> list[ChatMessage]:
+        """What a run sends before its history (SPEC R1): the instructions as a system
+        message, then each context provider's instructions and messages in order.
+
+        Args:
+            new_input: the run's input ``ChatMessage`` list (handed to the providers).
+            session: the ``AgentSession`` handed to the providers, or ``None`` for a
+                loop run without one (its caller keeps the history).
+
+        Returns:
+            list[ChatMessage]: oldest first; the history is not included.
+        """
         prompt: list[ChatMessage] = []
         if self.instructions:
             prompt.append(ChatMessage.system(self.instructions))
@@ -159,7 +170,11 @@ class ChatClientAgent:
                 if context.instructions:
                     prompt.append(ChatMessage.system(context.instructions))
                 prompt.extend(context.messages)
-        prompt += session.messages
+        return prompt
+
+    def _run(self, new_input: list[ChatMessage], session: AgentSession,
+             options: AgentRunOptions) -> Iterator[AgentResponseUpdate]:
+        prompt = self._prompt(new_input, session) + session.messages
         journal = SessionJournal(session, new_input)
         traced = tracing.start(self.name, session, self.chat_client)
         audited = len(session.approvals.audit)

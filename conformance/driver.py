@@ -6,6 +6,7 @@ adapter (``conformance/agentflow_adapter.py``) and by ``agentflow replay``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import agentflow
@@ -13,8 +14,11 @@ import agentflow.errors
 from agentflow import (AgentSession, ChatClientAgent, Context, ContextProvider,
                        OpenAIChatClient, Tool)
 from agentflow.canonical import canonical_json
+from agentflow.journal import Journal
 from agentflow.policy import ApprovalPolicy
-from agentflow.types import AgentRunOptions, ChatMessage, ToolApprovalResponse, update_to_json
+from agentflow.stores.answers import record_answers
+from agentflow.types import (AgentRunOptions, ChatMessage, ToolApprovalResponse, ToolResult,
+                             update_to_json)
 
 _OPTION_NAMES = ("max_rounds", "temperature", "tool_choice", "parallel_tool_calls",
                  "max_tokens", "model")
@@ -98,37 +102,84 @@ class CaseDriver:
             context_providers=[StaticContext(c) for c in message.get("context_providers", [])],
             policy=ApprovalPolicy.from_dict(policy) if policy else None)
         self.agent.chat_client.on_transition = self.on_transition
-        self.session = AgentSession()
+        # "session": false (README, "A run without a session"): no AgentSession and so
+        # no approval ledger; the loop runs without an agent's session, as journal.py's
+        # ``Journal`` does, and this driver carries the messages each run returned.
+        self.session = AgentSession() if message.get("session", True) is not False else None
+        self.history: list[ChatMessage] = []
         return {"type": "ready", "implementation": f"agentflow {agentflow.__version__}",
-                "suites": ["core", "agentflow"], "derives": [], "cannot": {}}
+                "suites": ["core", "agentflow"], "derives": [], "cannot": {},
+                "can": ["stop_after", "no_session", "recorded_answers"]}
 
     def run(self, message: dict, emit) -> dict:
         """Run one turn from a ``run`` message, calling ``emit(update_json)`` per update.
-        Returns the ``end`` message: the error (``None`` or ``{"kind", "message"}``), the
-        session's whole history and this turn's executions."""
+        With ``stop_after`` N, the person stops the run once it yielded its N-th
+        ``tool_result``: the generator is closed there, as a UI's Ctrl-C does (README,
+        "Stopping a run"). ``recorded_answers`` are recorded in the session first, as an
+        inbox records a person's answers (``stores.answers.record_answers``); the run
+        itself is handed only ``approvals``. Returns the ``end`` message: the error
+        (``None`` or ``{"kind", "message"}``), the whole history (the session's, or
+        without a session the messages carried from run to run) and this turn's
+        executions.
+
+        Raises:
+            ValueError: ``reload_session`` or ``recorded_answers`` in a case without a
+                session.
+        """
         del self.executions[:]
         if message.get("reload_session"):  # R15: only the JSON form survives
+            if self.session is None:
+                raise ValueError("reload_session needs a session; the case has none")
             self.session = AgentSession.from_dict(json.loads(json.dumps(self.session.to_dict())))
         options = AgentRunOptions(**{k: v for k, v in (message.get("options") or {}).items()
                                      if k in _OPTION_NAMES})
-        responses = [ToolApprovalResponse(a["call_id"], a["approved"], a.get("reason"),
-                                          a.get("digest"), a.get("approver"),
-                                          a.get("arguments"), a.get("grant"),
-                                          a.get("request_id"))
-                     for a in message.get("approvals", [])]
+        responses = [_response(a) for a in message.get("approvals", [])]
+        recorded = [_response(a) for a in message.get("recorded_answers", [])]
+        if recorded and self.session is None:
+            raise ValueError("recorded_answers need a session; the case has none")
         if responses:
             options = options.with_tool_approval_responses(responses)
-        error = None
+        new_input = [ChatMessage.from_openai(m) for m in message.get("input", [])]
+        stop_after = message.get("stop_after")
+        results, error = 0, None
         try:
-            for update in self.agent.run(
-                    [ChatMessage.from_openai(m) for m in message.get("input", [])],
-                    self.session, options):
-                emit(update_to_json(update))
+            if recorded:  # an inbox's answers, before the run (SPEC R23, fourth batch)
+                record_answers(self.session, "conformance", recorded)
+            updates = (self.agent.run(new_input, self.session, options)
+                       if self.session is not None else self._without_session(new_input, options))
+            with contextlib.closing(updates):  # closing it is how a caller stops a run
+                for update in updates:
+                    emit(update_to_json(update))
+                    results += isinstance(update, ToolResult)
+                    if stop_after is not None and results == stop_after:
+                        break
         except agentflow.errors.AgentflowError as exc:
             error = {"kind": _error_kind(exc), "message": str(exc)}
+        history = self.session.messages if self.session is not None else self.history
         return {"type": "end", "error": error,
-                "history": [_as_sent_next(m) for m in self.session.messages],
+                "history": [_as_sent_next(m) for m in history],
                 "executions": list(self.executions)}
+
+    def _without_session(self, new_input: list[ChatMessage], options: AgentRunOptions):
+        """The agent's loop run with no session (SPEC §8: a framework that keeps none is
+        saved the way its documentation shows): the prompt the agent would build, the
+        history this driver carries, an in-memory ``Journal`` without a ledger; what
+        the run stored joins the history however it ends (R10: what it returned)."""
+        journal = Journal()
+        try:
+            yield from self.agent.chat_client.run(
+                self.agent._prompt(new_input, None) + self.history, options, journal,
+                new_input)
+        finally:
+            self.history += journal.messages
+
+
+def _response(answer: dict) -> ToolApprovalResponse:
+    """A case's approval (README, "TURN") as agentflow's ``ToolApprovalResponse``."""
+    return ToolApprovalResponse(answer["call_id"], answer["approved"], answer.get("reason"),
+                                answer.get("digest"), answer.get("approver"),
+                                answer.get("arguments"), answer.get("grant"),
+                                answer.get("request_id"))
 
 
 def _as_sent_next(message: ChatMessage) -> dict:

@@ -20,7 +20,8 @@ from agentflow.testing.replay import ReplayServer
 
 from .aspects import (ASPECTS, Difference, compared, firm, loosen_message, loosen_update,
                       matches_loosely)
-from .loader import CASES, PROFILE_CASES, case_replies, load_cases
+from .loader import (CASES, PROFILE_CASES, case_needs, case_replies, load_cases, run_message,
+                     setup_message)
 from .report import report
 
 
@@ -56,6 +57,12 @@ DERIVABLE = ("tool_call_start", "tool_call_end", "finish", "index", "result_name
 # each hides only the cases that need it (SPEC §8).
 FEATURES = ("unknown_call_ids", "answers_without_a_pause", "duplicate_approvals",
             "reload_session", "context_providers", "resume_counts_a_round")
+
+# The inputs added to the protocol after adapters were written against it: a case that
+# needs one runs only where the adapter's ``ready`` lists it in ``can``, so an adapter
+# that does not know the step is skipped with a reason, never failed by an input it
+# ignored (README, "Features").
+DECLARED_FEATURES = ("stop_after", "no_session", "recorded_answers")
 
 EVERY_ASPECT = frozenset(ASPECTS)
 
@@ -469,8 +476,9 @@ class Adapter:
 def run_case(case: dict, driver) -> Outcome:
     """Run one case through ``driver`` (``InProcess`` or ``Adapter``), starting with
     its ``setup``. The outcome is ``skip`` when the adapter's ``ready`` does not declare
-    the case's suite, declares it ``cannot`` do a feature the case ``needs``, or
-    answers a run with ``skip``; otherwise ``fail`` at the first turn with a difference
+    the case's suite, declares it ``cannot`` do a feature the case needs, does not list
+    in ``can`` a later step the case needs (``loader.case_needs``), or answers a run
+    with ``skip``; otherwise ``fail`` at the first turn with a difference
     (the refused request or the error first, then the rest of that turn's differences),
     under the rule that difference breaks, or ``pass`` (README, "Outcomes")."""
     suite = case.get("suite", "core")
@@ -497,16 +505,7 @@ def run_case(case: dict, driver) -> Outcome:
 
     server = ReplayServer(case_replies(case), check=check, strict=case.get("profile")).start()
     try:
-        setup = {"type": "setup", "base_url": server.base_url, "api_key": API_KEY,
-                 "model": model,
-                 "instructions": case.get("instructions"),
-                 "tools": case.get("tools", []),
-                 "context_providers": case.get("context_providers", [])}
-        if profile:
-            setup["profile"] = case["profile"]
-        if "policy" in case:  # agentflow suite (R19)
-            setup["policy"] = case["policy"]
-        ready = driver.setup(setup)
+        ready = driver.setup(setup_message(case, server.base_url, API_KEY))
         if ready.get("type") != "ready":
             raise Mismatch(f"setup: expected a 'ready' answer, got {json.dumps(ready)[:200]}")
         outcome["implementation"] = ready.get("implementation", "")
@@ -517,10 +516,7 @@ def run_case(case: dict, driver) -> Outcome:
         derives = [d for d in ready.get("derives", []) if d in DERIVABLE]
         served, derived = 0, []
         for number, turn in enumerate(case["turns"], 1):
-            end, updates = driver.run({"type": "run", "input": turn.get("input", []),
-                                       "approvals": turn.get("approvals", []),
-                                       "options": turn.get("options", {}),
-                                       "reload_session": bool(turn.get("reload_session"))})
+            end, updates = driver.run(run_message(turn))
             if end.get("type") == "skip":
                 return Outcome(status="skip", detail=f"turn {number}: the adapter skipped it: "
                                f"{end.get('reason') or 'no reason given'}", **outcome)
@@ -570,13 +566,19 @@ def _declared_skip(case: dict, suite: str, ready: dict) -> str | None:
     if suite not in suites:
         return f"suite {suite!r} not declared (the adapter declares {', '.join(suites)})"
     cannot = ready.get("cannot") or {}
-    unknown = sorted(set(cannot) - set(FEATURES))
-    if unknown:  # an old or misspelt name would hide nothing and fail cases instead
-        raise Mismatch(f"setup: 'cannot' names unknown feature(s) {', '.join(unknown)} "
-                       f"(the features are {', '.join(FEATURES)})")
-    for need in case.get("needs", []):
+    can = ready.get("can") or []
+    known = FEATURES + DECLARED_FEATURES
+    for field, names in (("cannot", cannot), ("can", can)):
+        unknown = sorted(set(names) - set(known))
+        if unknown:  # an old or misspelt name would hide nothing and fail cases instead
+            raise Mismatch(f"setup: {field!r} names unknown feature(s) {', '.join(unknown)} "
+                           f"(the features are {', '.join(known)})")
+    for need in case_needs(case):
         if need in cannot:
             return f"needs {need!r}, which the adapter declares it cannot do: {cannot[need]}"
+        if need in DECLARED_FEATURES and need not in can:
+            return (f"needs {need!r}, which the adapter does not list in 'can' (a step "
+                    "added to the protocol after it, or one its framework cannot take)")
     return None
 
 

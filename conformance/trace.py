@@ -16,7 +16,7 @@ from typing import NamedTuple
 from agentflow.testing.replay import ReplayServer
 
 from .driver import CaseDriver
-from .loader import CASES, case_replies, load_case
+from .loader import CASES, case_replies, load_case, run_message, setup_message
 
 
 class SequenceDiagram:
@@ -44,6 +44,8 @@ class SequenceDiagram:
             what.append(", ".join(f"{a['call_id']}={'approve' if a['approved'] else 'reject'}"
                                   for a in approvals))
         self.add(f"Note over Caller,LLM: run {number}")
+        if "stop_after" in message:
+            what.append(f"stopped after {message['stop_after']} result(s)")
         self.add(f"Caller->>Agent: run({'; '.join(what)})")
         self.add("Agent->>FICC: run(instructions + history + input)")
 
@@ -139,22 +141,20 @@ def play(case: dict, trace: bool = False, mermaid: bool = False, out=None) -> Pl
     status = 0
     with ReplayServer(case_replies(case), strict=case.get("profile")) as server:
         driver = CaseDriver(on_transition)
-        driver.setup({"base_url": server.base_url, "api_key": "sk-replay",
-                      "model": case.get("model", "conformance-model"),
-                      "instructions": case.get("instructions"), "tools": case.get("tools", []),
-                      "context_providers": case.get("context_providers", []),
-                      "profile": case.get("profile"), "policy": case.get("policy")})
+        driver.setup(setup_message(case, server.base_url, "sk-replay"))
         if not diagram:
             out.write(f"case {case['id']}: {case['title']} ({', '.join(case['rules'])})\n")
         for number, turn in enumerate(case["turns"], 1):
-            message = {"input": turn.get("input", []), "approvals": turn.get("approvals", []),
-                       "options": turn.get("options", {}),
-                       "reload_session": bool(turn.get("reload_session"))}
+            message = run_message(turn)
             if diagram:
                 diagram.run_started(number, message)
             else:
                 out.write(f"\nturn {number}: input {json.dumps(message['input'])}"
                           + (f", approvals {json.dumps(message['approvals'])}" if message["approvals"] else "")
+                          + (f", recorded answers {json.dumps(message['recorded_answers'])}"
+                             if message.get("recorded_answers") else "")
+                          + (f", stopped after {message['stop_after']} result(s)"
+                             if "stop_after" in message else "")
                           + "\n")
             emit = diagram.update if diagram else (lambda u: out.write(f"  {json.dumps(u)}\n"))
             end = driver.run(message, emit)
