@@ -61,6 +61,8 @@ OAI_AGENTS, OPENAI = "openai-agents 0.24.0", "openai 3.57.0"
 PYD = "pydantic-ai-slim 2.68.0"
 AI, AI_OPENAI = "ai 6.0.325", "@ai-sdk/openai 3.0.141"
 LC, LC_OPENAI, LC_CORE = "langchain 1.5.2", "langchain-openai 1.7.4", "langchain-core 1.8.3"
+# what the pinned packages bring in (package-lock.json; pip's resolution of requirements.txt)
+AI_UTILS, LG_PREBUILT = "@ai-sdk/provider-utils 4.0.66", "langgraph-prebuilt 1.1.3"
 
 # The openai client under three of the peers: the stream's own reading of SSE (SPEC §6, §7)
 _OPENAI_NO_DONE = (f"openai/_streaming.py:170-190 ({OPENAI}): the stream ends when the body "
@@ -385,6 +387,66 @@ CASE_EVIDENCE = {
         f"langchain_openai/chat_models/base.py:564 ({LC_OPENAI}) "
         "`_convert_delta_to_message_chunk` reads `content` only; a streamed `refusal` is "
         "dropped (only the non-streamed message keeps it in `additional_kwargs`, line 253)",
+    # SPEC §6, fourth batch: a name in pieces (118: `get_wea`, `ther` on call_1; call_2's
+    # `get_time` re-sent in full) and a header without `index` (119). 103 (a name re-sent
+    # in full) and 117 (119's call with `index: 0` on its header) are the nearest passing
+    # cases; no case differs from 118 or 119 in the point only.
+    ("Microsoft Agent Framework", "118-shape-name-in-pieces"):
+        f"agent_framework/_types.py:2092 ({MAF}) `_add_function_call_content`: the merged "
+        "name is `self_name or other_name`, the first non-empty piece, so `ther` is dropped "
+        "and `get_wea` is sent (a name re-sent in full is kept: 103 passes)",
+    ("Microsoft Agent Framework", "119-shape-header-without-index"):
+        f"agent_framework_openai/_chat_completion_client.py:676-677 ({MAF_OPENAI}): a delta "
+        "without `index` gets no occurrence id, the fragments on index 0 get that index's, "
+        f"and agent_framework/_types.py:2059-2060 ({MAF}) refuses to merge calls with "
+        "different ids (caught at 2706, appended): the header is sent as call_1 with `\"\"` "
+        "arguments and the arguments as a second, nameless call (117, the same call with "
+        "`index: 0`, passes)",
+    ("OpenAI Agents SDK", "118-shape-name-in-pieces"):
+        f"agents/models/chatcmpl_stream_handler.py:1037-1039 ({OAI_AGENTS}): each non-empty "
+        "name fragment replaces the name (\"it's correct from the first function call "
+        "chunk\"), so `get_wea` is overwritten by `ther` (a name re-sent in full is the same "
+        "value: 103 passes)",
+    ("OpenAI Agents SDK", "119-shape-header-without-index"):
+        f"agents/models/chatcmpl_stream_handler.py:1020-1028 ({OAI_AGENTS}): calls are keyed "
+        "by `tc_delta.index` as sent, so the header (index `None`) and the fragments on index "
+        "0 are two calls, the second with no name and call id `\"\"`, which "
+        "run_internal/tool_planning.py:407-410 refuses with `ModelBehaviorError` (117, the "
+        "same call with `index: 0`, passes)",
+    ("Pydantic AI", "118-shape-name-in-pieces"):
+        f"pydantic_ai/messages.py:6955 ({PYD}): `tool_name = part.tool_name + "
+        "self.tool_name_delta` joins call_1's pieces (`get_weather` is right) and also "
+        "doubles call_2's name re-sent in full: 103's deviation, not the pieces",
+    ("Pydantic AI", "119-shape-header-without-index"):
+        f"pydantic_ai/_parts_manager.py:418-421, 428-448 ({PYD}): a delta without `index` "
+        "but with a name opens a part under no vendor id, so the fragments on index 0 find "
+        "none and open a nameless `ToolCallPartDelta`, which `get_parts` (line 143) leaves "
+        "out: `list_files` runs with `{}` (117, the same call with `index: 0`, passes)",
+    ("Vercel AI SDK", "118-shape-name-in-pieces"):
+        f"@ai-sdk/provider-utils src/streaming-tool-call-tracker.ts:187-190, 242-246 "
+        f"({AI_UTILS}): a name piece on index 0 that differs from the call's name matches no "
+        "call there and opens a new call named `ther` (lines 133-144); the arguments after it "
+        "match two calls and are dropped as ambiguous (128-130, 285-288), so `get_wea` is "
+        "sent with no arguments (a name re-sent in full matches: 103 passes)",
+    ("Vercel AI SDK", "119-shape-header-without-index"):
+        f"@ai-sdk/openai src/chat/openai-chat-api.ts:154 ({AI_OPENAI}): `index: z.number()` "
+        "refuses the header chunk (101's cause), openai-chat-language-model.ts:555-559 drops "
+        "it with an error part, and the fragments on index 0 then open a nameless call, "
+        f"which @ai-sdk/provider-utils src/streaming-tool-call-tracker.ts:332-336 ({AI_UTILS}) "
+        "refuses (`Expected 'function.name' to be a string`); the tracker alone would join "
+        "them (253-257)",
+    ("LangChain (HumanInTheLoopMiddleware)", "118-shape-name-in-pieces"):
+        f"langchain_core/utils/_merge.py:64 ({LC_CORE}): the chunks of one index are merged "
+        "by `merged[right_k] += right_v`, which joins call_1's pieces (`get_weather` is "
+        "right) and also doubles call_2's name re-sent in full: 103's deviation, not the "
+        "pieces",
+    ("LangChain (HumanInTheLoopMiddleware)", "119-shape-header-without-index"):
+        f"langchain_core/utils/_merge.py:118-122, 174-176 ({LC_CORE}): only chunks with an "
+        "int `index` are merged, so the header (index `None`) and the fragments on index 0 "
+        "stay two calls: `list_files` runs with `{}`, and the nameless one gets an "
+        f"unknown-tool `ToolMessage` with `tool_call_id=None` (langgraph/prebuilt/"
+        f"tool_node.py:1324, {LG_PREBUILT}): `ValidationError` (117, the same call with "
+        "`index: 0`, passes)",
 }
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough

@@ -205,7 +205,12 @@ async function run(message) {
     // with none completed, `response` rejects and the history stays as it was.
     const response = result && await result.response.catch(() => null);
     if (response && response.messages.length) peer.messages = [...before, ...turn, ...response.messages];
-    error = { kind: errorKind(exc, !emitted && !peer.executions.length), message: `${exc && exc.name}: ${exc && exc.message}` };
+    // The run's error is the first one: an error part already read (a chunk the SDK's
+    // schema refused) is the cause of what the SDK throws after it (119: the refused
+    // header leaves a nameless call, "Expected 'function.name' to be a string")
+    const first = failed || exc;
+    error = { kind: errorKind(first, !emitted && !peer.executions.length),
+      message: `${first && first.name}: ${first && first.message}` };
   }
   send({ type: "end", error, history: toOpenAI(peer.messages), executions: [...peer.executions] });
 }
