@@ -447,6 +447,28 @@ CASE_EVIDENCE = {
         f"unknown-tool `ToolMessage` with `tool_call_id=None` (langgraph/prebuilt/"
         f"tool_node.py:1324, {LG_PREBUILT}): `ValidationError` (117, the same call with "
         "`index: 0`, passes)",
+    # 120: a piece equal to the name so far; no peer checks the readings against the
+    # offered tools, each reads such a piece the one way it reads every piece (118)
+    ("Microsoft Agent Framework", "120-shape-name-pieces-that-repeat"):
+        f"agent_framework/_types.py:2092 ({MAF}): the first non-empty name is kept (`self_name "
+        "or other_name`), so `bye`, `bye` stays `bye`; the offered tools are not consulted",
+    ("OpenAI Agents SDK", "120-shape-name-pieces-that-repeat"):
+        f"agents/models/chatcmpl_stream_handler.py:1037-1039 ({OAI_AGENTS}): each name "
+        "fragment replaces the name, so `bye`, `bye` is `bye`; the offered tools are not "
+        "consulted",
+    ("Pydantic AI", "120-shape-name-pieces-that-repeat"):
+        f"pydantic_ai/messages.py:6955 ({PYD}): name fragments are always concatenated: "
+        "`byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered tools are not "
+        "consulted",
+    ("Vercel AI SDK", "120-shape-name-pieces-that-repeat"):
+        f"@ai-sdk/provider-utils src/streaming-tool-call-tracker.ts:242-246, 272-274 "
+        f"({AI_UTILS}): a name piece equal to the call's name matches that call, and "
+        "`processExistingToolCall` (430-443) appends only arguments: `bye` stays `bye`; the "
+        "offered tools are not consulted",
+    ("LangChain (HumanInTheLoopMiddleware)", "120-shape-name-pieces-that-repeat"):
+        f"langchain_core/utils/_merge.py:64 ({LC_CORE}): name strings of one index are always "
+        "concatenated: `byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered "
+        "tools are not consulted",
 }
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough
