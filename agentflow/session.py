@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -385,7 +386,6 @@ def _check_records(approvals) -> None:
     """Refuse stored approval records of the wrong shape (SPEC R17): every list of the
     ledger holds objects whose keys and value types are those of its record class
     (``approvals.py``), so a hand-edited time or id fails here, not mid-resume."""
-    import typing
     from . import approvals as ledger
 
     if approvals is None:
@@ -407,10 +407,7 @@ def _check_records(approvals) -> None:
                                f"{', '.join(kinds)}")
         if not isinstance(records, list):
             raise SessionError(f"stored approvals[{key!r}] must be a list")
-        hints = typing.get_type_hints(kind)
-        required = {f.name for f in dataclasses.fields(kind)
-                    if f.default is dataclasses.MISSING
-                    and f.default_factory is dataclasses.MISSING}
+        hints, required = _record_shape(kind)
         for record in records:
             problem = _record_problem(record, hints, required)
             if problem:
@@ -418,6 +415,19 @@ def _check_records(approvals) -> None:
                     f"stored approval record {json.dumps(record, default=str)[:120]} in "
                     f"{key!r} {problem}; the session file was edited. Fix it or start a new "
                     "session.")
+
+
+@functools.lru_cache(maxsize=None)
+def _record_shape(kind: type) -> tuple[dict, frozenset]:
+    """A record class's field types and required fields, ``(hints, required)``: read
+    once per class, since ``typing.get_type_hints`` evaluates every annotation's text
+    again on each call (a session load checked five classes each time)."""
+    import typing
+
+    required = frozenset(f.name for f in dataclasses.fields(kind)
+                         if f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING)
+    return typing.get_type_hints(kind), required
 
 
 def _record_problem(record, hints: dict, required: set) -> str | None:

@@ -52,6 +52,9 @@ def protect(pattern: str) -> str:
     return pattern.replace("\\\\", BACKSLASH).replace("\\*", STAR)
 
 
+_WILDCARDS = re.compile(r"(\*\*/|\*\*|\*)")
+
+
 def glob_regex(body: str, star: str) -> str:
     """The regex of a wildcard pattern.
 
@@ -62,20 +65,18 @@ def glob_regex(body: str, star: str) -> str:
     Returns:
         str: the regex source.
     """
-    out, i = [], 0
-    while i < len(body):
-        if body.startswith("**/", i) and star != ".*":
+    out = []
+    # split at the wildcards (the leftmost first, "**/" before "**" before "*"), so the
+    # text between them is escaped as one run rather than character by character
+    for index, piece in enumerate(_WILDCARDS.split(body)):
+        if index % 2 == 0:
+            out.append(re.escape(piece.replace(STAR, "*").replace(BACKSLASH, "\\")))
+        elif piece == "**/" and star != ".*":
             out.append("(?:.*/)?")
-            i += 3
-        elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif body[i] == "*":
-            out.append(star)
-            i += 1
+        elif piece.startswith("**"):
+            out.append(".*" + re.escape(piece[2:]))
         else:
-            out.append(re.escape({STAR: "*", BACKSLASH: "\\"}.get(body[i], body[i])))
-            i += 1
+            out.append(star)
     return "".join(out)
 
 

@@ -68,6 +68,19 @@ _SHELL_OPTION_ARGS = {"--rcfile", "--init-file"}
 MAX_LINE, MAX_DEPTH, MAX_WORDS, MAX_TEXT = 65_536, 8, 256, 16_384
 WILD = "\x03"  # a parameter expansion in a soft reading: any text
 _PARAMETER = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+# The scanner takes a run of characters that need no decision in one step, not one call
+# per character (a long line has thousands): unquoted, printable ASCII other than a blank
+# and the characters the shell reads specially (a "#" only starts a comment at a word's
+# start); inside double quotes, anything but the quote, \, $, ` and control characters.
+_SPECIAL = "\\'\"$`<>()#;&|"
+_ORDINARY = "".join(chr(c) for c in range(0x21, 0x7f) if chr(c) not in _SPECIAL)
+_PLAIN_RUN = re.compile(f"[{re.escape(_ORDINARY)}][{re.escape(_ORDINARY + '#')}]*")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # refused even inside quotes
+_QUOTED_RUN = re.compile(r'[^"\\$`\x00-\x08\x0b-\x1f\x7f-\x9f]+')
+_NAME_START = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TILDE_AFTER = re.compile(r"[=:]~")
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_BRACKETS = re.compile(r"\[.*\]")
 
 
 @dataclass
@@ -192,22 +205,20 @@ def parse(line: str, pattern: bool = False, _depth: int = 0,
 
 @dataclass
 class _Word:
-    """A word being read: ``text`` unquoted; ``plain`` marks, per character, whether it
-    stood unquoted (for globs, ``~``, ``{``, reserved words)."""
+    """A word being read, as ``(chars, plain)`` pieces: ``chars`` unquoted, ``plain``
+    whether they stood unquoted (for globs, ``~``, ``{``, reserved words)."""
 
-    text: list = field(default_factory=list)
-    plain: list = field(default_factory=list)
+    pieces: list = field(default_factory=list)
 
     def add(self, chars: str, plain: bool) -> None:
-        self.text.append(chars)
-        self.plain.extend([plain] * len(chars))
+        self.pieces.append((chars, plain))
 
     def value(self) -> str:
-        return "".join(self.text)
+        return "".join(chars for chars, _ in self.pieces)
 
     def unquoted(self) -> str:
         """The word with every quoted character replaced by ``\\x02``."""
-        return "".join(c if p else "\x02" for c, p in zip(self.value(), self.plain))
+        return "".join(chars if plain else "\x02" * len(chars) for chars, plain in self.pieces)
 
 
 class _Scanner:
@@ -274,6 +285,11 @@ class _Scanner:
     def scan(self) -> None:
         s = self.s
         while self.i < len(s):
+            run = _PLAIN_RUN.match(s, self.i)
+            if run:
+                self.add(run.group(), True)
+                self.i = run.end()
+                continue
             c = s[self.i]
             self.check_char(c, quoted=False)
             if c == "\\":
@@ -291,8 +307,9 @@ class _Scanner:
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     raise UnreadableCommandLine("unbalanced quotes")
-                for ch in s[self.i + 1:end]:
-                    self.check_char(ch, quoted=True)
+                control = _CONTROL.search(s, self.i + 1, end)
+                if control and not self.pattern:
+                    self.check_char(control.group(), quoted=True)
                 self.add(s[self.i + 1:end], False)
                 self.i = end + 1
             elif c == '"':
@@ -361,6 +378,11 @@ class _Scanner:
         s, i = self.s, self.i + 1
         self.add("", False)
         while i < len(s) and s[i] != '"':
+            run = _QUOTED_RUN.match(s, i)
+            if run:
+                self.add(run.group(), False)
+                i = run.end()
+                continue
             c = s[i]
             self.check_char(c, quoted=True)
             if c == "\\" and i + 1 < len(s) and s[i + 1] in '$`"\\\n':
@@ -420,15 +442,15 @@ def _words(value: _Word, pattern: bool) -> str:
         elif not pattern:
             raise UnreadableCommandLine("a ~ expansion other than ~ and ~/ (~user, ~+ …)")
     if not pattern:
-        if re.search(r"[=:]~", bare):
+        if _TILDE_AFTER.search(bare):
             raise UnreadableCommandLine("a ~ after = or : (bash expands it in some words)")
-        if re.search(r"\{[^{}]*(,|\.\.)[^{}]*\}", bare):
+        if _BRACES.search(bare):
             raise UnreadableCommandLine("brace expansion ({a,b}, {1..3}), bash only")
     return text
 
 
 def _is_glob(bare: str) -> bool:
-    return "*" in bare or "?" in bare or re.search(r"\[.*\]", bare) is not None
+    return "*" in bare or "?" in bare or _BRACKETS.search(bare) is not None
 
 
 def _build(tokens: list, result: CommandLine, pattern: bool, depth: int,
@@ -488,7 +510,7 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
         if not words and not assignments and not pattern and bare in _RESERVED:
             raise UnreadableCommandLine(f"a compound command or reserved word ({bare})")
         if not words and not pattern:
-            name = re.match(r"[A-Za-z_][A-Za-z0-9_]*", bare)
+            name = _NAME_START.match(bare)
             rest = bare[name.end():] if name else ""
             if name and rest.startswith("="):
                 assignments.append(text)
@@ -515,13 +537,14 @@ def _command(parts: list, op: str | None, result: CommandLine, pattern: bool,
                           "characters")
     tails = []
     everything = assignments + words
+    quoted = [quote(w) for w in everything]  # once, not once per tail
     for start in range(len(everything)):
-        rest = " ".join(quote(w) for w in everything[start + 1:])
+        rest = " ".join(quoted[start + 1:])
         program = everything[start]
-        names = [program]
+        names = [quoted[start]]
         if "/" in program.rstrip("/") and _SAFE_WORD.fullmatch(program):
-            names.append(program.rstrip("/").rsplit("/", 1)[-1])  # /bin/rm: rm
-        tails += [f"{quote(name)} {rest}".rstrip(" ") for name in names]
+            names.append(quote(program.rstrip("/").rsplit("/", 1)[-1]))  # /bin/rm: rm
+        tails += [f"{name} {rest}".rstrip(" ") for name in names]
     if not pattern:
         # its standard input: a pipe or a file, else /dev/null (run_command's)
         piped = op in ("|", "|&") or any(fd in ("", "0") and o in ("<", "<>", "<&")
