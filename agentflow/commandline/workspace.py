@@ -106,17 +106,18 @@ SECRET_FILES = (
 
 
 @functools.lru_cache(maxsize=256)
-def _secret_matcher(secret_files: tuple, root: str, home: str) -> tuple[re.Pattern, tuple]:
+def _secret_matcher(secret_files: tuple, root: str, home: str | None
+                    ) -> tuple[re.Pattern, tuple]:
     """The patterns of ``Workspace.secret`` as one regex, each pattern a group, and the
     kind each group stands for: a path is one match at C speed, not some 60 calls (the
     gate judges every path an allowed command names). A regex alternation fullmatches
     with its first alternative that can, so the first pattern in order decides, as a
-    loop over them would. ``home`` is in the key: a ``~/`` pattern reads it.
+    loop over them would. ``$HOME`` is in the key: a ``~/`` pattern reads it.
 
     Args:
         secret_files: ``(pattern, kind)`` pairs (tuple of tuples).
         root: the folder relative patterns start from (str).
-        home: the home folder a ``~/`` pattern stands for (str).
+        home: ``$HOME`` (str or ``None``), what a ``~/`` pattern stands for.
 
     Returns:
         tuple[re.Pattern, tuple]: the regex (``fullmatch`` a resolved path, case
@@ -143,7 +144,7 @@ class Workspace:
 
     def __init__(self, root=None, secret_files=SECRET_FILES):
         self.root = os.path.realpath(os.fspath(root) if root is not None else os.getcwd())
-        self.secret_files = tuple(secret_files)
+        self.secret_files = tuple(tuple(pair) for pair in secret_files)  # a cache key
         # variables whose values the tools' results never carry (builtin_tools, R26)
         self.secret_env: tuple = ("OPENAI_API_KEY",)
         # path argument -> resolved path, for each path judged no concern at the gate:
@@ -191,8 +192,7 @@ class Workspace:
         settings = os.path.realpath(os.path.dirname(paths.user_policy_path()))
         if resolved == settings or resolved.startswith(settings.rstrip("/") + "/"):
             return AGENTFLOW_SETTINGS  # $XDG_CONFIG_HOME/agentflow, wherever it is
-        matcher, kinds = _secret_matcher(tuple(map(tuple, self.secret_files)), self.root,
-                                         os.path.expanduser("~"))
+        matcher, kinds = _secret_matcher(self.secret_files, self.root, os.environ.get("HOME"))
         found = matcher.fullmatch(resolved)
         return None if found is None else kinds[found.lastindex - 1]
 
