@@ -196,7 +196,7 @@ def test_a_token_as_the_user_or_in_the_fragment_is_masked(url, shown):
 
 def test_a_token_as_the_user_of_the_endpoint_is_never_printed(tmp_path):
     done = run_chat("--base-url", "http://ghp_SECRET0123456789abcd@127.0.0.1:9/v1", "--json",
-                    "hello", cwd=tmp_path)
+                    "--max-retries", "0", "hello", cwd=tmp_path)
     assert done.returncode != 0
     assert "ghp_SECRET" not in done.stdout + done.stderr
     assert "***@127.0.0.1:9" in done.stdout + done.stderr

@@ -583,6 +583,18 @@ def test_unreachable_url(tmp_path, no_backoff):
     assert done.stdout == ""
 
 
+def test_max_retries_0_tries_a_refused_connection_once(tmp_path):
+    done = run_chat("--sandbox", "off", "--base-url", "http://127.0.0.1:9/v1",
+                    "--max-retries", "0", "hi", cwd=tmp_path)
+    assert check_one_error_line(done) == (
+        "agentflow: error: could not connect to http://127.0.0.1:9/v1/chat/completions: "
+        "connection refused. Is the server running, and is --base-url (or OPENAI_BASE_URL) "
+        "right?")
+    negative = run_chat("--max-retries", "-1", "hi", cwd=tmp_path)
+    assert (negative.returncode, negative.stderr) == (
+        2, "agentflow: --max-retries must be 0 or more, got -1\n")
+
+
 SECRET = "sk-my-secret-key-42424242"
 
 

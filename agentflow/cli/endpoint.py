@@ -61,6 +61,7 @@ def make_client(args, settings: dict):
             "--api-key-env VAR; for a local server, give its --base-url (e.g. "
             "http://localhost:11434/v1)")
     client = OpenAIChatClient(settings["model"], base_url=url, api_key=key,
-                              read_timeout=args.read_timeout, profile=settings["profile"])
+                              read_timeout=args.read_timeout, max_retries=args.max_retries,
+                              profile=settings["profile"])
     client.key_source = f"the {variable} environment variable (--api-key-env)"
     return client

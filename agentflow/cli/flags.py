@@ -63,6 +63,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-rounds", type=int, help="rounds per run (default 40)")
     parser.add_argument("--read-timeout", type=float, default=120.0, metavar="SECONDS",
                         help="longest silence of the endpoint mid-reply (default 120)")
+    parser.add_argument("--max-retries", type=int, default=2, metavar="N",
+                        help="retries of a model request that failed before its reply "
+                             "began (refused, reset, timed out, 408, 409, 429, 5xx; default 2, 0: none)")
     parser.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="run_command is killed after this many seconds (default 30)")
     parser.add_argument("--output-cap", type=int, default=16_000, metavar="BYTES",
@@ -114,6 +117,7 @@ def check_flags(args) -> None:
     if args.store and not args.session:
         raise UsageError("--store needs --session ID (the session's id in the store)")
     for flag, value, least in (("--max-rounds", args.max_rounds, 1),
+                               ("--max-retries", args.max_retries, 0),
                                ("--output-cap", args.output_cap, 1)):
         if value is not None and value < least:
             raise UsageError(f"{flag} must be {least} or more, got {value}")

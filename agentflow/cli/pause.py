@@ -50,6 +50,7 @@ def paused(chat) -> int:
 
 # Flags a session does not remember, with their defaults: a resume repeats those given.
 _NOT_REMEMBERED = (("--read-timeout", "read_timeout", 120.0),
+                   ("--max-retries", "max_retries", 2),
                    ("--command-timeout", "command_timeout", 30.0),
                    ("--output-cap", "output_cap", 16_000))
 

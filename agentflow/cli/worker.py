@@ -40,7 +40,8 @@ from ..stores.answers import ready_responses, refuse_answers
 # The chat flags a worker takes (the rest keep chat's defaults: no prompt, no message).
 _CHAT_FLAGS = ("base_url", "model", "api_key_env", "profile", "system", "tools", "mcp",
                "mcp_approval",
-               "max_rounds", "read_timeout", "command_timeout", "output_cap", "workspace",
+               "max_rounds", "read_timeout", "max_retries", "command_timeout", "output_cap",
+               "workspace",
                "policy", "debug", "store_key", "unsigned", "sandbox", "sandbox_network",
                "sandbox_required")
 
