@@ -56,6 +56,11 @@ try:
 except ImportError:
     pass
 
+# The command's parser holds no state between parses: built once here, not in every
+# child (a third of a short command's time), as tests/helpers_cli.py does in-process.
+_PARSER = agentflow.cli.main.build_parser()
+agentflow.cli.main.build_parser = lambda: _PARSER
+
 
 def serve(path: str) -> dict:
     """Answer requests until standard input closes; return only in a child, with the

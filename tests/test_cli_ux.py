@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+import helpers_fork
+
 from agentflow.builtin import sandbox
 from agentflow.cli.repl import BANNER
 from agentflow.testing.replay import ReplayServer, chat_stream
@@ -105,15 +107,22 @@ def test_a_closed_pipe_exits_quietly(server, tmp_path):
         server.queue(calls_reply((f"call_{n}", "run_command", {"command": "x" * 30000})))
         run_chat("--base-url", server.base_url, "--store", url, "-s", f"s{n}", "Go",
                  cwd=tmp_path)
-    for command in (f"{AGENTFLOW} pending --json --store {shlex.quote(url)} | head -c 10",
-                    f"{AGENTFLOW} show --store {shlex.quote(url)} -s s1 | head -c 10"):
-        done = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=child_env(),
-                              capture_output=True, text=True, timeout=TIMEOUT)
-        assert (len(done.stdout), done.stderr) == (10, ""), done.stderr
+    for args in (["pending", "--json", "--store", url], ["show", "--store", url, "-s", "s1"]):
+        # as `| head -c 10` does: read 10 bytes, then close the pipe (the 90 kB of
+        # output do not fit a pipe's buffer, so the command is still writing)
+        with helpers_fork.popen([sys.executable, "-m", "agentflow", *args], cwd=tmp_path,
+                                env=child_env(), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE) as listing:
+            head = listing.stdout.read(10)
+            listing.stdout.close()
+            stderr = listing.stderr.read().decode()
+            status = listing.wait(timeout=TIMEOUT)
+        assert (len(head), stderr, status) == (10, "", 0), stderr
 
 
 # -- the resume line ----------------------------------------------------------------------------
 
+@pytest.mark.slow  # starts the MCP SDK's server twice, 3 s (as test_mcp.py's servers)
 def test_the_resume_line_of_an_mcp_chat_carries_mcp_and_resumes(server, tmp_path):
     try:
         import mcp  # noqa: F401

@@ -276,6 +276,7 @@ for n in range(int(sys.argv[3])):
 """
 
 
+@pytest.mark.slow  # a race campaign: two writers, 300 saves, read all along
 def test_file_store_pending_under_concurrent_writers_raises_no_false_alarm(tmp_path):
     store = FileStore(tmp_path)
     for name in ("a", "b"):
