@@ -100,8 +100,20 @@ $(PEERS_NODE): conformance/adapters/node/package.json conformance/adapters/node/
 	cd conformance/adapters/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-conformance-peers: $(PEERS_STAMP) $(PEERS_NODE)
+# A peer whose pins clash with the shared venv's (Strands Agents takes openai 2.x) has
+# conformance/adapters/requirements-NAME.txt and a venv of its own, .conformance-venv-NAME,
+# built the same way; conformance/peers.py's VENVS names the peers that run in one.
+PEERS_OWN := $(patsubst conformance/adapters/requirements-%.txt,$(PEERS_VENV)-%/.installed,\
+	$(wildcard conformance/adapters/requirements-*.txt))
+
+$(PEERS_VENV)-%/.installed: setup.cfg pyproject.toml conformance/adapters/requirements-%.txt
+	$(PYTHON) -m venv $(PEERS_VENV)-$*
+	$(PEERS_VENV)-$*/bin/python -m pip install --quiet --upgrade pip
+	$(PEERS_VENV)-$*/bin/python -m pip install --quiet -e . -r conformance/adapters/requirements-$*.txt
+	touch $@
+
+conformance-peers: $(PEERS_STAMP) $(PEERS_OWN) $(PEERS_NODE)
 	$(PEERS_VENV)/bin/python -m conformance.peers $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(PEERS_VENV) $(NODE_TOOLS) conformance/adapters/node/node_modules *.egg-info .pytest_cache
+	rm -rf $(VENV) $(BENCH_VENV) $(PEERS_VENV) $(PEERS_VENV)-* $(NODE_TOOLS) conformance/adapters/node/node_modules *.egg-info .pytest_cache

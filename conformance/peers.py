@@ -5,7 +5,8 @@ isolates the rule and the framework's source (conformance/findings.py), every sk
 its reason.
 
 Run from the repository root in .conformance-venv (the peers' pinned versions are in
-conformance/adapters/requirements.txt and conformance/adapters/node/package.json).
+conformance/adapters/requirements.txt and conformance/adapters/node/package.json; a peer
+of ``VENVS`` runs in a venv of its own, pinned in requirements-NAME.txt).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from .loader import load_cases
 from .report import counts
 from .runner import Adapter, Outcome, run_all
 
-NODE = Path(__file__).resolve().parent / "adapters" / "node"
+ROOT = Path(__file__).resolve().parent.parent
+NODE = ROOT / "conformance" / "adapters" / "node"
 PEERS = [  # (name, adapter: a Python module, or a Node script in adapters/node)
     ("Microsoft Agent Framework", "conformance.adapters.peer_maf"),
     ("OpenAI Agents SDK", "conformance.adapters.peer_openai_agents"),
@@ -30,19 +32,32 @@ PEERS = [  # (name, adapter: a Python module, or a Node script in adapters/node)
     ("Vercel AI SDK", "peer_ai_sdk.js"),
     ("LangChain (HumanInTheLoopMiddleware)", "conformance.adapters.peer_langchain"),
 ]
+# The adapters whose framework's pins clash with the others' (openai 2.x, another
+# OpenTelemetry) run in .conformance-venv-NAME, which the Makefile builds from
+# adapters/requirements-NAME.txt; every other Python adapter runs in this interpreter's venv.
+VENVS: dict[str, str] = {}
+
+
+def python_of(adapter: str) -> Path:
+    """The interpreter that runs the Python ``adapter``: its own venv's (``VENVS``), which
+    may not exist yet, or this one's."""
+    if adapter in VENVS:
+        return ROOT / f".conformance-venv-{VENVS[adapter]}" / "bin" / "python"
+    return Path(sys.executable)
 
 
 def command(adapter: str) -> str | None:
     """The command line that starts ``adapter``, or ``None`` when it is not there
-    (its module missing, or ``node`` / the Node packages not installed)."""
+    (its module or its own venv missing, or ``node`` / the Node packages not installed)."""
     if adapter.endswith(".js"):
         node = shutil.which("node")
         if node is None or not (NODE / "node_modules" / "ai").is_dir():
             return None
         return f"{node} {NODE / adapter}"
-    if importlib.util.find_spec(adapter) is None:
+    python = python_of(adapter)
+    if importlib.util.find_spec(adapter) is None or not python.exists():
         return None
-    return f"{sys.executable} -m {adapter}"
+    return f"{python} -m {adapter}"
 OUT = Path(__file__).resolve().parent / "PEERS.md"
 SAVED = OUT.parent / ".peers"  # each peer's last outcomes, so one peer can be re-run alone
 
@@ -98,7 +113,8 @@ def main(argv=None) -> int:
     lines = ["# The peers, through the conformance suite", "",
              "Written by `make conformance-peers` (conformance/peers.py); do not edit by "
              "hand. Each peer runs behind its adapter in `conformance/adapters/`, at the "
-             "versions pinned in `conformance/adapters/requirements.txt` and "
+             "versions pinned in `conformance/adapters/requirements.txt` (a peer in a venv of "
+             "its own: `requirements-NAME.txt`) and "
              "`conformance/adapters/node/package.json`. A deviation is the first difference "
              "of a failing case, under the rule that difference breaks "
              "(`conformance/findings.py`); a skip "
@@ -109,7 +125,8 @@ def main(argv=None) -> int:
         if module in wanted:
             start = command(module)
             if start is None:
-                print(f"{name}: not installed ({module})")
+                where = f" in {python_of(module).parent.parent.name}" if module in VENVS else ""
+                print(f"{name}: not installed ({module}{where})")
                 saved.unlink(missing_ok=True)
             else:
                 outcomes = run_all(lambda: Adapter(start), cases)

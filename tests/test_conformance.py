@@ -439,3 +439,21 @@ def test_every_recorded_piece_of_evidence_names_a_peer_and_a_case_of_the_suite()
         "R14", CASE_EVIDENCE[(peer, "019-invalid-json-arguments")])
     assert classify(peer, "018-unknown-tool", ("R14",), detail) == (
         "R14", EVIDENCE[(peer, "R14")])
+
+
+def test_a_peer_in_a_venv_of_its_own_runs_in_it_and_is_skipped_while_it_is_missing(
+        monkeypatch, tmp_path):
+    """conformance/peers.py: a peer of VENVS (pins that clash with the shared venv's) is
+    started by .conformance-venv-NAME's interpreter; without that venv it is not
+    installed (None, so PEERS.md says "not measured"); every other adapter runs in this
+    interpreter."""
+    from conformance import peers
+    adapter = "conformance.adapters.peer_maf"
+    assert peers.command(adapter) == f"{sys.executable} -m {adapter}"
+    monkeypatch.setattr(peers, "ROOT", tmp_path)
+    monkeypatch.setitem(peers.VENVS, adapter, "other")
+    assert peers.command(adapter) is None
+    python = tmp_path / ".conformance-venv-other" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    assert peers.command(adapter) == f"{python} -m {adapter}"
