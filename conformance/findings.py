@@ -63,6 +63,8 @@ AI, AI_OPENAI = "ai 6.0.325", "@ai-sdk/openai 3.0.141"
 LC, LC_OPENAI, LC_CORE = "langchain 1.5.2", "langchain-openai 1.7.4", "langchain-core 1.8.3"
 # what the pinned packages bring in (package-lock.json; pip's resolution of requirements.txt)
 AI_UTILS, LG_PREBUILT = "@ai-sdk/provider-utils 4.0.66", "langgraph-prebuilt 1.1.3"
+# requirements-strands.txt, and the openai client pip resolves for it (its openai extra: <3)
+STRANDS, STRANDS_OPENAI = "strands-agents 1.62.0", "openai 2.54.0"
 
 # The openai client under three of the peers: the stream's own reading of SSE (SPEC §6, §7)
 _OPENAI_NO_DONE = (f"openai/_streaming.py:170-190 ({OPENAI}): the stream ends when the body "
@@ -254,6 +256,34 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "langgraph `Command(resume=..., update={\"messages\": ...})`: the update is applied "
         "to the state before the interrupted `after_model` resumes and appends the "
         "rejections, so the new input lands between the tool-call message and its results",
+
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "R5"):
+        f"strands/tools/executors/concurrent.py:54-72 ({STRANDS}): the default "
+        "`ConcurrentToolExecutor` (agent/agent.py:577) runs every call of the batch as a task; "
+        "the interrupts guide's rule \"All tools running concurrently that are not interrupted "
+        "will execute\": a sibling that needs no approval runs at the pause",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "R4"):
+        f"strands/types/interrupt.py:107-111 ({STRANDS}): an interrupt with no response "
+        "raises `InterruptException` again when its hook runs on resume, so a call left "
+        "unanswered is asked about again instead of rejected",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "R11"):
+        f"strands/interrupt.py:145-152 ({STRANDS}) `_InterruptState.resume`: each "
+        "`interruptResponse` sets its interrupt's response; a second one for the same id "
+        "overwrites the first, nothing refuses it (an unknown id raises `KeyError`, 149-150)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "R13"):
+        f"strands/tools/executors/_executor.py:687-700 ({STRANDS}): a failed tool becomes an "
+        "error result and the loop goes on; nothing in event_loop/event_loop.py counts "
+        "consecutive failing rounds or makes a last call with `tool_choice=\"none\"` (the "
+        "failure's text is set by an `AfterToolCallEvent` hook, so 016 and 033 pass)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "R10"):
+        f"strands/agent/agent.py:1848 ({STRANDS}): the run's input is appended to "
+        "`agent.messages` before the first model call, and the `FileSessionManager` stores "
+        "each message as it is added (session/session_manager.py:51): a failed first call "
+        "leaves the input in the session (111, 112)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "SPEC §6"):
+        f"strands/models/openai.py:774-803 ({STRANDS}): the stream reads `delta.content` "
+        "as text and gathers `tool_calls` by `index` until the first `finish_reason`, then "
+        "stops reading choices and sends each call whole",
 }
 
 # (peer, case) -> evidence, where the cases under one rule have different causes
@@ -469,6 +499,62 @@ CASE_EVIDENCE = {
         f"langchain_core/utils/_merge.py:64 ({LC_CORE}): name strings of one index are always "
         "concatenated: `byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered "
         "tools are not consulted",
+
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "019-invalid-json-arguments"):
+        f"strands/event_loop/streaming.py:306-315 ({STRANDS}): arguments that are not JSON "
+        "are logged (\"defaulting to empty dict\") and become `{}`; the tool runs with them",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "039-arguments-not-an-object"):
+        f"strands/event_loop/streaming.py:306-308 ({STRANDS}): any JSON value is kept as the "
+        "call's input and models/openai.py:219 sends it back as it is; nothing checks for an "
+        "object (the tool is called with the list)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "024-length-with-tool-calls"):
+        f"strands/event_loop/event_loop.py:318-327 ({STRANDS}): a `max_tokens` stop raises "
+        "`MaxTokensReachedException` out of the run, after the partial message, its cut-off "
+        "call replaced by a text, \"has been added to the conversation history\"",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "025-failed-first-call"):
+        f"strands/models/_openai_errors.py:39-44 ({STRANDS}): a 400 with "
+        "`context_length_exceeded` is a context overflow (models/openai.py:816-818), and "
+        "agent/agent.py:1913-1922 answers it with the default conversation manager's "
+        "`reduce_context`, which drops the oldest messages, and calls the model again: the "
+        "failed run changes the history and makes a request the case does not have",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "027-stream-cut"):
+        f"strands/models/openai.py:803 ({STRANDS}): `finish_reason or \"end_turn\"`: a body "
+        "cut before any finish reason ends as a complete turn; openai/_streaming.py:173 "
+        f"({STRANDS_OPENAI}) looks only for `[DONE]`",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "104-shape-arguments-whole"):
+        f"strands/models/openai.py:809-810 ({STRANDS}): usage is read from the last chunk's "
+        "top-level `usage` only; `x_groq.usage` is not read (the derived finish keeps usage "
+        "compared in a case about usage)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "105-shape-arguments-object"):
+        f"strands/event_loop/streaming.py:233 ({STRANDS}): argument fragments are joined with "
+        "`+=` onto a string, so an arguments object raises `TypeError` out of the run",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "113-shape-content-parts"):
+        f"strands/models/openai.py:774-777 ({STRANDS}) passes `delta.content` on as text and "
+        "event_loop/streaming.py:243 joins it with `+=`: list `content` raises `TypeError`",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "114-shape-refusal"):
+        f"strands/models/openai.py:774 ({STRANDS}): only `delta.content` is read; a streamed "
+        "`refusal` is dropped and the turn ends with no text",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "115-shape-bom-cr-reasoning"):
+        f"openai/_streaming.py:322 ({STRANDS_OPENAI}): lines are decoded with `utf-8`, not "
+        "`utf-8-sig`, so the leading BOM makes the first field `\\ufeffdata`, an unknown "
+        "field: the first event (the reasoning's first delta) is dropped",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "117-shape-stop-then-call"):
+        f"strands/models/openai.py:785-789 ({STRANDS}): the first chunk with a "
+        "`finish_reason` ends the reading of choices (`break`); the call sent after it is "
+        "never seen",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "118-shape-name-in-pieces"):
+        f"strands/models/openai.py:791-793, 569 ({STRANDS}): a call's name is the first "
+        "delta's `function.name` only, so `ther` is dropped and `get_wea` is sent (a name "
+        "re-sent in full is the same value: 103 passes)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "119-shape-header-without-index"):
+        f"strands/models/openai.py:783 ({STRANDS}): deltas are grouped by `tool_call.index` "
+        "as sent, so the header (index `None`) and the fragments on index 0 are two calls: "
+        "call_1 runs with `{}` (empty input, event_loop/streaming.py:302-305) and the "
+        "nameless one is skipped as incomplete (streaming.py:320-329) (117's call with "
+        "`index: 0` never gets that far: 117 fails on its early finish)",
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "120-shape-name-pieces-that-repeat"):
+        f"strands/models/openai.py:791-793, 569 ({STRANDS}): the first name piece is the "
+        "name, so `bye`, `bye` stays `bye`; the offered tools are not consulted",
 }
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough

@@ -31,11 +31,12 @@ PEERS = [  # (name, adapter: a Python module, or a Node script in adapters/node)
     ("Pydantic AI", "conformance.adapters.peer_pydantic_ai"),
     ("Vercel AI SDK", "peer_ai_sdk.js"),
     ("LangChain (HumanInTheLoopMiddleware)", "conformance.adapters.peer_langchain"),
+    ("Strands Agents (BeforeToolCallEvent interrupts)", "conformance.adapters.peer_strands"),
 ]
 # The adapters whose framework's pins clash with the others' (openai 2.x, another
 # OpenTelemetry) run in .conformance-venv-NAME, which the Makefile builds from
 # adapters/requirements-NAME.txt; every other Python adapter runs in this interpreter's venv.
-VENVS: dict[str, str] = {}
+VENVS: dict[str, str] = {"conformance.adapters.peer_strands": "strands"}
 
 
 def python_of(adapter: str) -> Path:
@@ -120,6 +121,9 @@ def main(argv=None) -> int:
              "(`conformance/findings.py`); a skip "
              "is the adapter's declaration that the framework cannot express the case "
              "(`conformance/README.md`, \"Suites, features and derived fields\").", ""]
+    # One row per peer ahead of the sections: its version and its core outcomes.
+    summary = ["| peer | version | core passed | failed | skipped |", "|---|---|---|---|---|"]
+    sections: list[str] = []
     for name, module in PEERS:
         saved = SAVED / f"{module}.json"
         if module in wanted:
@@ -135,13 +139,19 @@ def main(argv=None) -> int:
                 saved.write_text(json.dumps([dataclasses.asdict(o) for o in outcomes]),
                                  encoding="utf-8")
         if not saved.exists():
-            lines += [f"## {name}", "", f"Not installed (`{module}`); not measured.", ""]
+            summary.append(f"| {name} | not installed | | | |")
+            sections += [f"## {name}", "", f"Not installed (`{module}`); not measured.", ""]
             continue
         outcomes = [Outcome(**{**o, "rules": tuple(o["rules"]), "derived": tuple(o["derived"]),
                                "configured": tuple(o.get("configured", ()))})
                     for o in json.loads(saved.read_text(encoding="utf-8"))]
-        lines += section(name, outcomes)
-    OUT.write_text("\n".join(lines), encoding="utf-8")
+        version = next((o.implementation for o in outcomes if o.implementation), "unknown")
+        core = counts([o for o in outcomes if o.suite == "core"], lambda o: ["core"]).get(
+            "core", {"pass": 0, "fail": 0, "skip": 0})
+        summary.append(f"| {name} | {version} | {core['pass']} | {core['fail']} | "
+                       f"{core['skip']} |")
+        sections += section(name, outcomes)
+    OUT.write_text("\n".join(lines + summary + [""] + sections), encoding="utf-8")
     print(f"wrote {OUT}")
     return 0
 
