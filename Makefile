@@ -38,14 +38,14 @@ demo: $(STAMP)
 conformance: $(STAMP)
 	$(VENV)/bin/python -m conformance $(ARGS)
 
-# PYTHONDONTWRITEBYTECODE (set on some machines) would make pytest rewrite the asserts
-# of every test module on every run, 2 s of each; the cache goes to git-ignored
-# __pycache__ folders.
 # The tests' folders (tmp_path, the stores, the sessions) go to /dev/shm where it is
 # a writable tmpfs: an fsync there costs 0.04 ms, not the disk's 10 ms, and the stores
 # fsync every write (SPEC R10). make test-slow keeps the disk, as users have it.
 TEST_TMPDIR := $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm)
 
+# PYTHONDONTWRITEBYTECODE (set on some machines) would make pytest rewrite the asserts
+# of every test module on every run, 2 s of each; the cache goes to git-ignored
+# __pycache__ folders.
 test: $(STAMP) $(NODE_STAMP)
 	$(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR)) PYTHONDONTWRITEBYTECODE= \
 		$(VENV)/bin/python -m pytest -q -m "not slow" $(PYTEST_ARGS)

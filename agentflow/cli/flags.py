@@ -65,7 +65,8 @@ def add_arguments(parser) -> None:
                         help="longest silence of the endpoint mid-reply (default 120)")
     parser.add_argument("--max-retries", type=int, default=2, metavar="N",
                         help="retries of a model request that failed before its reply "
-                             "began (refused, reset, timed out, 408, 409, 429, 5xx; default 2, 0: none)")
+                             "began (refused, reset, timed out, 408, 409, 429, 5xx; "
+                             "default 2, 0: none)")
     parser.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="run_command is killed after this many seconds (default 30)")
     parser.add_argument("--output-cap", type=int, default=16_000, metavar="BYTES",

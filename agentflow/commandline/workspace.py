@@ -121,13 +121,15 @@ def _secret_matcher(secret_files: tuple, root: str, home: str | None
 
     Returns:
         tuple[re.Pattern, tuple]: the regex (``fullmatch`` a resolved path, case
-        ignored) and the kinds, ``kinds[match.lastindex - 1]``.
+        ignored) and the kinds, ``kinds[int(match.lastgroup[1:])]``.
     """
     alternatives, kinds = [], []
     for pattern, kind in secret_files:
         # a secret folder is itself secret: listing .ssh shows its key files' names
         for each in [pattern] + ([pattern[:-3]] if pattern.endswith("/**") else []):
-            alternatives.append(f"({pattern_regex(each, 'path', root, True).pattern})")
+            # named, not numbered: a group inside a pattern's regex cannot shift the kinds
+            alternatives.append(f"(?P<k{len(kinds)}>"
+                                f"{pattern_regex(each, 'path', root, True).pattern})")
             kinds.append(kind)
     return (re.compile("|".join(alternatives) or "(?!)", re.DOTALL | re.IGNORECASE),
             tuple(kinds))
@@ -194,7 +196,7 @@ class Workspace:
             return AGENTFLOW_SETTINGS  # $XDG_CONFIG_HOME/agentflow, wherever it is
         matcher, kinds = _secret_matcher(self.secret_files, self.root, os.environ.get("HOME"))
         found = matcher.fullmatch(resolved)
-        return None if found is None else kinds[found.lastindex - 1]
+        return None if found is None else kinds[int(found.lastgroup[1:])]
 
     def concern(self, path, verb: str = "reads") -> str | None:
         """Why a built-in touching ``path`` should ask for approval (SPEC R18).
