@@ -76,6 +76,7 @@ import atexit
 import binascii
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -97,6 +98,7 @@ try:
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.exceptions import MCPError as _SDKError
     from mcp.types import CONNECTION_CLOSED, ToolListChangedNotification
+    import httpx2  # the SDK's HTTP client library (a dependency of mcp)
 except ImportError as exc:  # pragma: no cover - depends on the install
     raise ImportError("agentflow.mcp needs the MCP SDK: pip install '.[mcp]' in a checkout "
                       "of agentflow-approvals") from exc
@@ -359,7 +361,7 @@ class MCPServer:
             stderr.attach(asyncio.get_running_loop())
             target = stdio_client(target, errlog=stderr.file)
         else:
-            target = streamable_http_client(target)
+            target = _http_transport(target)
         # one tool the SDK would refuse must not refuse the server (mcp_listing)
         target = LenientToolList(target, self._notes)
         try:
@@ -886,6 +888,28 @@ def _reason(exc: BaseException) -> str:
         return ("the server closed the connection before answering (is the command an MCP "
                 "server? its own messages are above)")
     return f"{type(exc).__name__}: {exc}"
+
+
+@functools.lru_cache(maxsize=None)
+def _tls_context():
+    """The one ``ssl.SSLContext`` of this process for MCP servers over HTTP(S): the
+    context httpx2 builds by default (the system's CA certificates, or ``SSL_CERT_FILE``
+    / ``SSL_CERT_DIR`` as set at the first HTTP start), built once. Loading the CA
+    certificates is about 0.1 s of CPU, and the SDK's default client does it on every
+    start, even for http:// on loopback; contexts are meant to be shared."""
+    return httpx2.create_ssl_context()
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str):
+    """The SDK's streamable-HTTP transport to ``url`` over an httpx2 client with the
+    SDK's own timeouts (30 s, 300 s to read an event stream, as ``create_mcp_http_client``)
+    and the process's TLS context (``_tls_context``). Yields the transport's streams;
+    the client is closed after the transport."""
+    timeout = httpx2.Timeout(30.0, read=300.0)
+    async with httpx2.AsyncClient(timeout=timeout, verify=_tls_context()) as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            yield streams
 
 
 # Servers still running when the interpreter exits are stopped, so no child outlives us.

@@ -263,7 +263,8 @@ def test_from_openai_with_string_role():
 # -- standard library only ------------------------------------------------------------------
 
 ALLOWED_THIRD_PARTY = {"requests", "urllib3"}
-EXTRA_IMPORTS = {"sql.py": {"psycopg"}, "mcp.py": {"mcp"}, "mcp_listing.py": {"mcp"},  # an optional extra's package
+EXTRA_IMPORTS = {  # an optional extra's packages
+                 "sql.py": {"psycopg"}, "mcp.py": {"mcp", "httpx2"}, "mcp_listing.py": {"mcp"},
                  "tracing.py": {"opentelemetry"}, "telemetry.py": {"opentelemetry"}}
 
 
