@@ -61,6 +61,14 @@ OAI_AGENTS, OPENAI = "openai-agents 0.24.0", "openai 3.57.0"
 PYD = "pydantic-ai-slim 2.68.0"
 AI, AI_OPENAI = "ai 6.0.325", "@ai-sdk/openai 3.0.141"
 LC, LC_OPENAI, LC_CORE = "langchain 1.5.2", "langchain-openai 1.7.4", "langchain-core 1.8.3"
+ADK, LITELLM, ADK_OPENAI = "google-adk 2.13.0", "litellm 1.106.2", "openai 2.54.0"  # requirements-adk.txt
+
+# Google ADK sends every tool result as JSON text of a dict (SPEC R2's wrapping aspect)
+_ADK_WRAPS = (f"google/adk/flows/llm_flows/tools/_caller.py:63-67 ({ADK}) "
+              "`_normalize_tool_result` makes a result that is not a dict "
+              "`{'result': <value>}`, and google/adk/models/lite_llm.py:1608-1615 sends a dict "
+              "response as its JSON text: the model gets `{\"result\": \"42\"}`, not `42`; no "
+              "parameter sends a result bare (a callback's or a tool's own answer is a dict too)")
 # what the pinned packages bring in (package-lock.json; pip's resolution of requirements.txt)
 AI_UTILS, LG_PREBUILT = "@ai-sdk/provider-utils 4.0.66", "langgraph-prebuilt 1.1.3"
 # requirements-strands.txt, and the openai client pip resolves for it (its openai extra: <3)
@@ -284,6 +292,51 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         f"strands/models/openai.py:774-803 ({STRANDS}): the stream reads `delta.content` "
         "as text and gathers `tool_calls` by `index` until the first `finish_reason`, then "
         "stops reading choices and sends each call whole",
+    ("Google ADK", "R1"):
+        f"google/adk/flows/llm_flows/prompt/_identity.py:41-45 ({ADK}): every request of an "
+        "agent not in single-turn mode gets `You are an agent. Your internal name is "
+        "\"<name>\".` appended to the system instruction; `LlmAgent.name` is required, and "
+        "no parameter leaves the sentence out",
+    ("Google ADK", "R2"): _ADK_WRAPS,
+    ("Google ADK", "R7"):
+        f"google/adk/tools/_confirmation_utils.py:70-71 ({ADK}) (also tools/function_tool.py:"
+        "527-528): a declined boolean confirmation is answered with the fixed "
+        "`{'error': 'This tool call is rejected.'}`; `ToolConfirmation` "
+        "(tools/tool_confirmation.py) carries `hint`, `confirmed` and `payload`, and the "
+        "documented advanced confirmation (the tool reads `payload` and answers itself) "
+        "still reaches the model as a dict's JSON text: " + _ADK_WRAPS,
+    ("Google ADK", "R13 (error text)"):
+        f"`LlmAgent(on_tool_error_callback=...)` sets the answer to a tool that raised "
+        f"(google/adk/flows/llm_flows/tools/_caller.py:582-596, {ADK}), but as a dict: "
+        + _ADK_WRAPS + "; nothing counts consecutive failing rounds or makes a last call "
+        "with `tool_choice=\"none\"` (017, 033)",
+    ("Google ADK", "R14"):
+        f"an unknown tool's answer is set by `on_tool_error_callback` "
+        f"(google/adk/flows/llm_flows/tools/_caller.py:530-549, {ADK}), as a dict: "
+        + _ADK_WRAPS,
+    ("Google ADK", "R5"):
+        f"google/adk/tools/_confirmation_utils.py:48-53 ({ADK}): confirmation is decided "
+        "per call, so a call that needs none runs at the pause; "
+        "flows/llm_flows/core/_function_call_postprocessor.py:99-107 yields its settled "
+        "result before the confirmation request",
+    ("Google ADK", "R4"):
+        f"google/adk/flows/llm_flows/tools/_confirmation.py:276-297 ({ADK}): only the "
+        "confirmations of the last user message are acted on; a call left unanswered keeps "
+        "its placeholder `{'error': 'This tool call requires confirmation, please approve or "
+        "reject.'}` (tools/_confirmation_utils.py:64-68) as its result and the model is "
+        "called, instead of a rejection",
+    ("Google ADK", "R11"):
+        f"google/adk/flows/llm_flows/tools/_confirmation.py:288-297 ({ADK}): the answers "
+        "are a dict keyed by the confirmation's id, so a second answer for one id replaces "
+        "the first (010); 302-355: an answer already acted on is dropped silently and the "
+        "run goes on (012); no error is raised for either",
+    ("Google ADK", "R10"):
+        f"google/adk/workflow/_node_runner_utils.py:190-192 ({ADK}): the new message is "
+        "appended to the session as a user event before the agent's first model call, so a "
+        "failed first call leaves it in the session (025, 111, 112); "
+        f"openai/_streaming.py:165-190 ({ADK_OPENAI}, under LiteLLM's OpenAI provider): "
+        "only `[DONE]` is looked for, a body cut before any finish reason raises nothing "
+        "(027)",
 }
 
 # (peer, case) -> evidence, where the cases under one rule have different causes
@@ -555,6 +608,50 @@ CASE_EVIDENCE = {
     ("Strands Agents (BeforeToolCallEvent interrupts)", "120-shape-name-pieces-that-repeat"):
         f"strands/models/openai.py:791-793, 569 ({STRANDS}): the first name piece is the "
         "name, so `bye`, `bye` stays `bye`; the offered tools are not consulted",
+    ("Google ADK", "037-echo-canonical-json"):
+        f"{_ADK_WRAPS}; and google/adk/tools/function_tool.py:402 ({ADK}) "
+        "`_prepare_invocation_args` passes a function only the arguments its signature "
+        "names, so `nested`, which the schema does not list, never reaches the tool",
+    ("Google ADK", "019-invalid-json-arguments"):
+        f"google/adk/models/lite_llm.py:4284-4306 ({ADK}): arguments that do not parse end "
+        "the model turn with `MALFORMED_FUNCTION_CALL` (an error event) and the run stops; "
+        "the model gets no answer",
+    ("Google ADK", "039-arguments-not-an-object"):
+        f"google/adk/models/lite_llm.py:3012-3013, 3095-3106 ({ADK}): a call whose "
+        "arguments are not a JSON object is left out of the content and the turn ends as "
+        "`MALFORMED_FUNCTION_CALL` (an error event); the model gets no answer",
+    ("Google ADK", "024-length-with-tool-calls"):
+        f"google/adk/models/lite_llm.py:4516-4522 ({ADK}): a `length` finish finalises the "
+        "turn's calls like `tool_calls`; calls whose arguments parse are executed "
+        "(only unparsable ones become MAX_TOKENS, 4284-4296)",
+    ("Google ADK", "103-shape-header-resent"):
+        f"google/adk/models/lite_llm.py:4424-4425 ({ADK}): a streamed call's name is "
+        "joined with `+=`, so a re-sent name is doubled",
+    ("Google ADK", "118-shape-name-in-pieces"):
+        f"google/adk/models/lite_llm.py:4424-4425 ({ADK}): name pieces are always "
+        "concatenated, so a name re-sent in full is doubled",
+    ("Google ADK", "120-shape-name-pieces-that-repeat"):
+        f"google/adk/models/lite_llm.py:4424-4425 ({ADK}): name pieces are always "
+        "concatenated; no piece is checked against the offered tools",
+    ("Google ADK", "104-shape-arguments-whole"):
+        f"litellm/litellm_core_utils/streaming_chunk_builder_utils.py:1064-1110 ({LITELLM}): "
+        "a stream whose chunks carry no top-level `usage` gets usage estimated with the "
+        "tokenizer (`token_counter`); `x_groq.usage` is not read",
+    ("Google ADK", "113-shape-content-parts"):
+        f"litellm/litellm_core_utils/streaming_handler.py:839-841 ({LITELLM}): a chunk counts "
+        "only when its `content` is a non-empty string, so list `content` (the thinking part "
+        "and `Hello`) is dropped",
+    ("Google ADK", "114-shape-refusal"):
+        f"google/adk/models/lite_llm.py:2782-2792 ({ADK}) `_has_meaningful_signal` reads "
+        "`content`, calls and reasoning, never `refusal`: the refused turn has no text",
+    ("Google ADK", "115-shape-bom-cr-reasoning"):
+        f"openai/_streaming.py:322 ({ADK_OPENAI}): lines are decoded with `utf-8`, not "
+        "`utf-8-sig`, so the leading BOM makes the first field `\\ufeffdata`, an unknown "
+        "field: the first event (the reasoning's first delta) is dropped",
+    ("Google ADK", "117-shape-stop-then-call"):
+        f"google/adk/models/lite_llm.py:4525-4533, 4555-4560 ({ADK}): a `stop` finish ends "
+        "the text response and resets the buffers, so the call that follows becomes an "
+        "assistant message of its own, not part of the turn's message",
 }
 
 # (peer, case) -> (rule, evidence) where reading the first difference is not enough

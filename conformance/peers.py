@@ -32,11 +32,13 @@ PEERS = [  # (name, adapter: a Python module, or a Node script in adapters/node)
     ("Vercel AI SDK", "peer_ai_sdk.js"),
     ("LangChain (HumanInTheLoopMiddleware)", "conformance.adapters.peer_langchain"),
     ("Strands Agents (BeforeToolCallEvent interrupts)", "conformance.adapters.peer_strands"),
+    ("Google ADK", "conformance.adapters.peer_adk"),
 ]
 # The adapters whose framework's pins clash with the others' (openai 2.x, another
 # OpenTelemetry) run in .conformance-venv-NAME, which the Makefile builds from
 # adapters/requirements-NAME.txt; every other Python adapter runs in this interpreter's venv.
-VENVS: dict[str, str] = {"conformance.adapters.peer_strands": "strands"}
+VENVS: dict[str, str] = {"conformance.adapters.peer_strands": "strands",
+                         "conformance.adapters.peer_adk": "adk"}
 
 
 def python_of(adapter: str) -> Path:

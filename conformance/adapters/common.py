@@ -18,7 +18,8 @@ import traceback
 
 from agentflow.canonical import canonical_json
 
-__all__ = ["canonical_json", "rejection_text", "tool_body", "error_kind", "Peer", "json_lines", "serve"]
+__all__ = ["canonical_json", "rejection_text", "tool_body", "error_kind", "counting", "Peer",
+           "json_lines", "serve"]
 
 
 def rejection_text(reason) -> str:
@@ -56,6 +57,16 @@ def error_kind(exc: BaseException) -> str:
             return "ProviderError"
         seen = seen.__cause__ or seen.__context__
     return type(exc).__name__
+
+
+def counting(emit, seen: list):
+    """``emit`` that also appends each update's type to ``seen``: an adapter reads from
+    it whether a run failed before it yielded anything (with no execution and the
+    session unchanged, the README's ``ApprovalError`` behaviour)."""
+    def counted(update: dict) -> None:
+        seen.append(update["type"])
+        emit(update)
+    return counted
 
 
 class Peer:

@@ -9,12 +9,17 @@ Tools", boolean confirmation): its call is answered with a placeholder and an
 ``adk_request_confirmation`` function call that carries the original call; the next run
 sends a user message of ``FunctionResponse(name="adk_request_confirmation",
 id=<that call's id>, response={"confirmed": ...})`` parts, and ADK runs the confirmed
-calls before its next model call. The conversation is ADK's ``Session``, kept by a
-``SqliteSessionService`` in a file (a reload opens it again); the history the adapter
-reports is what ADK would send next: the session's events through ADK's own contents
-builder and LiteLlm's own message converter. ADK yields calls only whole, in the model
-turn's final event, and no single final finish: those updates are derived (README,
-"Derived fields").
+calls before its next model call. Tool errors and unknown tools are answered by
+``LlmAgent(on_tool_error_callback=...)``, the context providers added by
+``before_model_callback``. The conversation is ADK's ``Session``, kept by a
+``SqliteSessionService`` in a file (the service ADK's ``sqlite://`` session URI makes,
+google/adk/cli/service_registry.py:270; a reload opens the file again); the history the
+adapter reports is what ADK would send next: the session's events through ADK's own
+contents builder and LiteLlm's own message converter, without the placeholder results of
+the pause (``_pause_markers``). ADK streams a call's id and name as it starts, but its
+arguments only as JSON-path pieces and the whole call in the model turn's final event,
+with no single final finish and no index: ``tool_call_end`` (with the arguments), the
+finish and ``index`` are derived (README, "Derived fields").
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import tempfile
 import uuid
 from importlib.metadata import version
 
-from conformance.adapters.common import Peer, error_kind, rejection_text, serve, tool_body
+from conformance.adapters.common import Peer, counting, error_kind, serve, tool_body
 
 os.environ.setdefault("ADK_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no fetch at import
@@ -74,8 +79,10 @@ def _case_tool(spec: dict, executions: list):
 
 def _tool_error(tool, args, tool_context, error):
     """``LlmAgent(on_tool_error_callback=...)``: what the model gets for a tool that
-    raised (SPEC R13's text) or a call naming no tool (R14's); ADK documents the
-    callback's dict as the call's response."""
+    raised (SPEC R13's text) or a call naming no tool (R14's: ADK hands the callback a
+    stand-in ``BaseTool(description="Tool not found")``, flows/llm_flows/tools/_caller.py
+    :446-452); the callback's dict is the call's response, under ``result`` as ADK puts
+    a tool's own value (_caller.py:63-67)."""
     if tool.description == "Tool not found":
         return {"result": f"Error: unknown tool '{tool.name}'"}
     return {"result": f"Error: {type(error).__name__}: {error}"}
@@ -160,13 +167,6 @@ def _kind(exc: BaseException) -> str:
     return error_kind(exc)
 
 
-def _counting(emit, seen: list):
-    def counted(update: dict) -> None:
-        seen.append(update["type"])
-        emit(update)
-    return counted
-
-
 class ADK(Peer):
     def setup(self, message: dict) -> dict:
         from google.adk.agents import LlmAgent
@@ -203,10 +203,11 @@ class ADK(Peer):
                     "instructions and messages to every model request",
                     "max_rounds: RunConfig(max_llm_calls=...); LlmCallsLimitExceededError "
                     "is the max_rounds finish"],
-                "cannot": {"resume_counts_a_round": "RunConfig.max_llm_calls is \"a limit "
-                           "on the total number of llm calls for a given run\" (google/adk/"
-                           "agents/run_config.py:271-279): running confirmed calls on "
-                           "resume is no LLM call"}}
+                "cannot": {"resume_counts_a_round": "ADK's only round limit is "
+                           "RunConfig.max_llm_calls (docs/runtime/runconfig.md, \"Runtime "
+                           "Configuration\": LLM call limits), \"a limit on the total number "
+                           "of llm calls for a given run\" (google/adk/agents/run_config.py:"
+                           "271-279): running confirmed calls on resume is no LLM call"}}
 
     async def _runner(self):
         from google.adk.runners import Runner
@@ -255,9 +256,12 @@ class ADK(Peer):
         parts = []
         if message.get("approvals") and message.get("input"):
             return {"type": "skip", "reason": "Runner.run_async takes answers and new input "
-                    "in separate runs only: a new_message holding both raises \"Message "
-                    "cannot contain both function responses and text\" (google/adk/"
-                    "runners.py:646-659)"}
+                    "in separate runs only: ADK's \"Get action confirmation for ADK Tools\" "
+                    "(docs/tools-custom/confirmation.md, \"Remote confirmation\") sends the "
+                    "answer as a new_message of function_response parts, and one holding text "
+                    "too raises \"Message cannot contain both function responses and text\" "
+                    "(google/adk/runners.py:646-659); no other entry point takes input on a "
+                    "paused invocation"}
         handles = _handles(await self._events())
         for a in message.get("approvals") or []:
             parts.append(types.Part(function_response=types.FunctionResponse(
@@ -268,7 +272,7 @@ class ADK(Peer):
                            max_llm_calls=options.get("max_rounds", 40))
         usage, finish, paused, streamed, error = None, "stop", False, False, None
         emitted, started = [], set()
-        emit = _counting(emit, emitted)
+        emit = counting(emit, emitted)
         before = len(await self._events())
         try:
             async for event in runner.run_async(

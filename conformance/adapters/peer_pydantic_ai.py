@@ -24,7 +24,8 @@ import json
 from contextlib import ExitStack
 from importlib.metadata import version
 
-from conformance.adapters.common import Peer, error_kind, rejection_text, serve, tool_body
+from conformance.adapters.common import (Peer, counting, error_kind, rejection_text, serve,
+                                         tool_body)
 
 VERSION = f"pydantic-ai-slim {version('pydantic-ai-slim')}"
 
@@ -92,13 +93,6 @@ def _hooks(providers: list[dict]):
         return request_context
     return Hooks(tool_execute_error=tool_error,
                  before_model_request=add_context if extra else None)
-
-
-def _counting(emit, seen: list):
-    def counted(update: dict) -> None:
-        seen.append(update["type"])
-        emit(update)
-    return counted
 
 
 class PydanticAI(Peer):
@@ -179,7 +173,7 @@ class PydanticAI(Peer):
             else None
         by_index, open_calls, error, output = {}, [], None, None
         emitted = []
-        emit = _counting(emit, emitted)
+        emit = counting(emit, emitted)
 
         def close_calls():  # a call's part ends when the next part starts: ends go last
             for call_id in open_calls:
