@@ -277,16 +277,18 @@ def run_command_block(call_id: str, command: str, why: str = "run_command always
 
 
 def slow_reply(first_word: str, rest: str) -> Reply:
-    """A reply whose first word arrives at once-ish and whose ``rest`` only after 200
-    SSE comment lines, each a tenth of a second apart: the stream is still open, in the
-    middle of a model turn, long after the first word is on the screen (and the server
-    notices within 0.1 s that the reader left)."""
+    """A reply whose first word arrives at once-ish and whose ``rest`` only after 2000
+    SSE comment lines, each a hundredth of a second apart: the stream is still open, in
+    the middle of a model turn, 20 s after the first word is on the screen (a hundred
+    times what a test takes to type Ctrl-C on seeing it), and the server notices within
+    0.02 s that the reader left (its teardown waits for that; the first word waits one
+    delay too)."""
     events = [e + "\n\n" for e in
               chat_stream(f"{first_word} {rest}").decode().split("\n\n") if e]
     # events: role, first word, the rest's words, finish, usage, [DONE]
     head = events[0] + events[1]
-    return Reply(chunks=[head.encode()] + [b": still thinking\n\n"] * 200
-                 + ["".join(events[2:]).encode()], delay=0.1)
+    return Reply(chunks=[head.encode()] + [b": still thinking\n\n"] * 2000
+                 + ["".join(events[2:]).encode()], delay=0.01)
 
 
 def json_lines(stdout: str) -> list[dict]:

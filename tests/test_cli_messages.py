@@ -15,12 +15,14 @@ import json
 import shutil
 import signal
 import subprocess
+import sys
 
 import pytest
 
 from agentflow.testing.replay import ReplayServer, chat_stream
 
-from helpers_cli import (AGENTFLOW, REPO, SANDBOXED, TIMEOUT, calls_reply, child_env,
+import helpers_fork
+from helpers_cli import (REPO, SANDBOXED, TIMEOUT, calls_reply, child_env,
                          ctrl_c_when_waiting, json_lines, pause_text, pty_chat,
                          run_agentflow, run_chat, saved, slow_reply, tool_message, user)
 
@@ -315,12 +317,17 @@ def test_ctrl_c_mid_stream_with_json_ends_with_a_closing_object_and_keeps_the_me
     ending with ``interrupted``; the session keeps the user's message (not the cut-off
     reply), so the next turn still sees the question."""
     server.queue(slow_reply("alpha", "omega-never-shown"))
-    child = subprocess.Popen(
-        [AGENTFLOW, "chat", "--sandbox", "off",
+    # Forked in make test (tests/helpers_fork.py: no interpreter start, half a second):
+    # the fork server gives its child Python's own SIGINT handler. A started child
+    # (test-slow) gets SIGINT's default back first, in case this process ignores it (a
+    # background job does), since Python keeps an ignored SIGINT ignored.
+    started = {"preexec_fn": lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)}
+    child = helpers_fork.popen(
+        [sys.executable, "-m", "agentflow", "chat", "--sandbox", "off",
          "--base-url", server.base_url, "--session", "s.json", "--json",
          "Tell me a story"], cwd=tmp_path, env=child_env(), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        **(started if helpers_fork.IN_SUBPROCESS else {}))
     first = child.stdout.readline()
     child.send_signal(signal.SIGINT)
     rest, errors = child.communicate(timeout=TIMEOUT)
