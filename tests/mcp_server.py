@@ -158,6 +158,19 @@ def build(server_name: str, directory: Path) -> MCPServer:
     return server
 
 
+def loopback_socket() -> socket.socket:
+    """A TCP socket bound to a free port of 127.0.0.1, for uvicorn to listen on.
+
+    Made with ``IPPROTO_TCP`` named: asyncio turns Nagle's algorithm off
+    (``TCP_NODELAY``) only on sockets whose ``proto`` says TCP, and a connection
+    accepted on ``socket.socket()`` (proto 0) keeps it on. uvicorn writes a
+    response's head and body apart, so the body then waited for the client's
+    delayed ACK: about 40 ms on every MCP request over loopback."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
 def serve_in_thread(server: MCPServer):
     """Serve ``server`` over streamable HTTP on 127.0.0.1 by uvicorn on a thread of this
     process (no second import of the SDK). Returns ``(url, stop)``."""
@@ -166,8 +179,7 @@ def serve_in_thread(server: MCPServer):
 
     import uvicorn
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock = loopback_socket()
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning",
                             timeout_graceful_shutdown=1)
     runner = uvicorn.Server(config)
@@ -193,8 +205,7 @@ if __name__ == "__main__":
     else:
         import uvicorn
 
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
+        sock = loopback_socket()
         print(f"port {sock.getsockname()[1]}", flush=True)
         config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
         uvicorn.Server(config).run(sockets=[sock])
