@@ -5,17 +5,22 @@
     python tests/mcp_server.py NAME DIR http       # streamable HTTP on 127.0.0.1;
                                                    # prints "port N" when ready
 
-or ``build(NAME, DIR)`` in a process that serves it itself. Notes live as files in DIR.
+or ``build(NAME, DIR)`` in a process that serves it itself (``serve_in_thread``: every
+such server of a test process under its own path of one uvicorn). Notes live as files in DIR.
 Every tool call appends its tool name to DIR/calls.log before it does anything else,
 so a test can count how often a call really ran.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import itertools
 import os
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -171,30 +176,103 @@ def loopback_socket() -> socket.socket:
     return sock
 
 
+class _Host:
+    """One uvicorn on a thread of this process, started at the first ``serve_in_thread``,
+    serving every test's MCP server (an ASGI app of the SDK's) under a path of its own,
+    ``/<n>/mcp``. Starting and stopping uvicorn cost about 0.25 s per server (its main
+    loop and its shutdown poll at 0.1 s); starting and stopping an app, with its own
+    lifespan, takes milliseconds. Each app is still a server of its own: its tools, its
+    session manager, its sessions."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        self.apps: dict[str, object] = {}
+        self.numbers = itertools.count(1)
+        sock = loopback_socket()
+        self.port = sock.getsockname()[1]
+        runner = uvicorn.Server(uvicorn.Config(self, log_level="warning", lifespan="off"))
+        self.loop = asyncio.new_event_loop()  # ours, so the apps' lifespans can run on it
+        thread = threading.Thread(target=self.loop.run_until_complete,
+                                  args=(runner.serve(sockets=[sock]),), daemon=True,
+                                  name="mcp-test-uvicorn")
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not runner.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert runner.started, "uvicorn did not start"
+
+    async def __call__(self, scope, receive, send) -> None:
+        """ASGI: a request goes to the app its first path segment names; 404 if none."""
+        app = self.apps.get(scope["path"].split("/")[1])
+        if app is None:
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b"no such MCP server"})
+            return
+        await app(scope, receive, send)
+
+    def add(self, server: MCPServer):
+        """Serve ``server`` at ``/<n>/mcp`` once its app's lifespan has started (its
+        session manager runs); returns ``(url, stop)``. ``stop()`` takes the app off
+        the host and ends its lifespan (open sessions end with it)."""
+        key = str(next(self.numbers))
+        app = server.streamable_http_app(streamable_http_path=f"/{key}/mcp")
+        lifespan = _Lifespan(app)
+        asyncio.run_coroutine_threadsafe(lifespan.start(), self.loop).result(30)
+        self.apps[key] = app
+
+        def stop():
+            if self.apps.pop(key, None) is not None:
+                asyncio.run_coroutine_threadsafe(lifespan.stop(), self.loop).result(30)
+
+        return f"http://127.0.0.1:{self.port}/{key}/mcp", stop
+
+
+class _Lifespan:
+    """The ASGI lifespan of one app, driven by hand (the host's own is off)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def start(self) -> None:
+        self.inbox: asyncio.Queue = asyncio.Queue()
+        self.outbox: asyncio.Queue = asyncio.Queue()
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"},
+                 "state": {}}
+        self.task = asyncio.get_running_loop().create_task(
+            self.app(scope, self.inbox.get, self.outbox.put))
+        await self.inbox.put({"type": "lifespan.startup"})
+        await self.expect("lifespan.startup.complete")
+
+    async def stop(self) -> None:
+        await self.inbox.put({"type": "lifespan.shutdown"})
+        await self.expect("lifespan.shutdown.complete")
+        await self.task
+
+    async def expect(self, wanted: str) -> None:
+        """The app's next lifespan message, which must be ``wanted``; the app's own
+        error if its lifespan ended instead."""
+        message = asyncio.ensure_future(self.outbox.get())
+        await asyncio.wait([message, self.task], return_when=asyncio.FIRST_COMPLETED)
+        if not message.done():
+            message.cancel()
+            self.task.result()  # raises what ended it
+            raise AssertionError(f"the MCP app's lifespan ended before {wanted}")
+        said = message.result()
+        assert said["type"] == wanted, f"the MCP app's lifespan said {said}"
+
+
+_host: _Host | None = None
+
+
 def serve_in_thread(server: MCPServer):
-    """Serve ``server`` over streamable HTTP on 127.0.0.1 by uvicorn on a thread of this
-    process (no second import of the SDK). Returns ``(url, stop)``."""
-    import threading
-    import time
-
-    import uvicorn
-
-    sock = loopback_socket()
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning",
-                            timeout_graceful_shutdown=1)
-    runner = uvicorn.Server(config)
-    thread = threading.Thread(target=runner.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not runner.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert runner.started, "uvicorn did not start"
-
-    def stop():
-        runner.should_exit = True
-        thread.join(10)
-
-    return f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", stop
+    """Serve ``server`` over streamable HTTP on 127.0.0.1, by the one uvicorn of this
+    process (``_Host``; no second import of the SDK, no uvicorn per server). Returns
+    ``(url, stop)``."""
+    global _host
+    if _host is None:
+        _host = _Host()
+    return _host.add(server)
 
 
 if __name__ == "__main__":
