@@ -420,18 +420,18 @@ def test_http_server_dying_mid_call(servers):
 
 def test_slow_tool_times_out_and_the_server_stays_usable(notes, monkeypatch):
     slow = by_name(notes)["slow"]
-    monkeypatch.setattr(slow, "timeout", 0.3)
+    monkeypatch.setattr(slow, "timeout", 0.1)  # the call takes 20 s: it cannot beat this
     bodies = [chat_stream(tool_calls=[("s1", "notes__slow", '{"seconds": 20}')]),
               chat_stream(text="Too slow.")]
     with agent_for(bodies, notes.tools) as (agent, model):
         updates = run(agent, "wait", AgentSession())
     result = next(u for u in updates if isinstance(u, ToolResult)).result
-    assert result == ("Error: MCPTimeoutError: notes.slow gave no answer within 0.3 s and was "
+    assert result == ("Error: MCPTimeoutError: notes.slow gave no answer within 0.1 s and was "
                       "cancelled; it may have partly run on the server and was not retried")
     assert notes.running
     assert by_name(notes)["echo"].invoke({"text": "ok"}) == "notes: ok"
     with pytest.raises(MCPTimeoutError):
-        notes.call("slow", {"seconds": 20}, timeout=0.2)
+        notes.call("slow", {"seconds": 20}, timeout=0.1)
 
 
 # -- two servers ------------------------------------------------------------------------------------
@@ -459,9 +459,10 @@ def test_a_server_that_cannot_start_says_why():
     with pytest.raises(MCPError, match="could not start the MCP server no-such-mcp-server.*"
                                        "FileNotFoundError"):
         MCPServer.stdio("no-such-mcp-server").start()
-    silent = MCPServer.stdio("sh", ["-c", "cat >/dev/null"], start_timeout=0.5)  # never answers
+    # never answers: start_timeout is a wait this test must outlast, never one it must beat
+    silent = MCPServer.stdio("sh", ["-c", "cat >/dev/null"], start_timeout=0.1)
     with pytest.raises(MCPError, match=r"the MCP server sh -c 'cat >/dev/null' did not answer "
-                                       r"within 0.5 s \(start_timeout\)"):
+                                       r"within 0.1 s \(start_timeout\)"):
         silent.start()
     assert not silent.running
     with pytest.raises(MCPError, match="is not running: start it first"):
