@@ -457,3 +457,17 @@ def test_a_peer_in_a_venv_of_its_own_runs_in_it_and_is_skipped_while_it_is_missi
     python.parent.mkdir(parents=True)
     python.write_text("")
     assert peers.command(adapter) == f"{python} -m {adapter}"
+
+
+def test_every_own_venv_has_its_pins_and_every_pin_file_its_peer():
+    """conformance/peers.py's VENVS and conformance/adapters/requirements-NAME.txt name the
+    same venvs (the Makefile builds .conformance-venv-NAME from each such file): an adapter
+    of VENVS without its file would never be installed and is reported "not installed"
+    forever; a file without an adapter builds a venv no peer runs in. Each adapter of VENVS
+    is one of PEERS."""
+    from conformance import peers
+    pinned = {path.name[len("requirements-"):-len(".txt")]
+              for path in (peers.ROOT / "conformance" / "adapters").glob("requirements-*.txt")}
+    assert set(peers.VENVS.values()) == pinned
+    assert set(peers.VENVS) <= {module for _, module in peers.PEERS}
+    assert peers.VENVS["conformance.adapters.peer_adk"] == "adk"
