@@ -99,12 +99,16 @@ def status(session) -> dict:
             "reply": words, "pending": [r.call_id for r in session.approvals.pending]}
 
 
-def resume_loop(args, stop: threading.Event, poll: float = 0.2) -> None:
+def resume_loop(args, stop: threading.Event, wake: threading.Event,
+                poll: float = 0.2) -> None:
     """Resume every answered session, as long as the service runs: one worker gets
-    each session's lease, the others skip it (SPEC R16, R22)."""
+    each session's lease, the others skip it (SPEC R16, R22). An answer posted to this
+    process sets ``wake`` and is resumed at once; one posted to another process is seen
+    within ``poll`` seconds."""
     agent = make_agent(args)  # this thread's own agent and store connection
     with open_store(args.store) as store:
         while not stop.is_set():
+            wake.clear()  # before the scan: an answer stored during it wakes the next one
             try:
                 answered = list(store.answered())
             except StoreError:  # the database is away; it reconnects by itself
@@ -119,7 +123,7 @@ def resume_loop(args, stop: threading.Event, poll: float = 0.2) -> None:
                     continue
                 except ApprovalError as exc:  # e.g. the history changed since the answer
                     print(f"cannot resume {session_id}: {exc}", flush=True)
-            stop.wait(poll)
+            wake.wait(poll)
 
 
 def read_answer(body) -> dict:
@@ -149,6 +153,7 @@ class Service(BaseHTTPRequestHandler):
 
     agent: ChatClientAgent
     store_url = ""
+    wake = threading.Event()  # set by an answer: the resume loop looks at once
 
     def do_GET(self):
         match = re.fullmatch(r"/sessions/([\w.-]+)", self.path)
@@ -185,6 +190,7 @@ class Service(BaseHTTPRequestHandler):
                         body.get("digest"), body.get("approver"),
                         request_id=body.get("request_id"))
                     store.answer(session_id, [answer])
+                    self.wake.set()
                     return self.reply(202, {"status": "answered"})
                 with store.open(session_id) as session:
                     self.reply(200, run(self.agent, session, [body["message"]]))
@@ -220,7 +226,7 @@ def main(argv=None) -> None:
     open_store(args.store).close()  # create the table before serving
     Service.agent, Service.store_url = make_agent(args), args.store
     stop = threading.Event()
-    resumer = threading.Thread(target=resume_loop, args=(args, stop))
+    resumer = threading.Thread(target=resume_loop, args=(args, stop, Service.wake))
     resumer.start()
     server = HTTPServer(("127.0.0.1", args.port), Service)
     print(f"listening on http://127.0.0.1:{server.server_port}", flush=True)
@@ -230,6 +236,7 @@ def main(argv=None) -> None:
         pass
     finally:
         stop.set()
+        Service.wake.set()
         server.server_close()
         resumer.join()
 

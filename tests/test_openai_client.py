@@ -488,14 +488,14 @@ def test_error_in_stream_is_scrubbed_of_key():
 def test_read_timeout_names_the_limit():
     """run()'s docstring: the stream silent for longer than read_timeout →
     ProviderTimeoutError naming the limit. The server waits 1.0 s before each chunk;
-    the client tolerates 0.3 s of silence."""
+    the client tolerates 0.1 s of silence."""
     first = sse(delta({"content": "Hi"}))
     second = sse(delta({}, "stop"), "[DONE]")
     reply = Reply(chunks=[first, second], delay=1.0)
-    updates, error, _ = run_body(reply, read_timeout=0.3)
+    updates, error, _ = run_body(reply, read_timeout=0.1)
     assert isinstance(error, ProviderTimeoutError)
     assert "read_timeout" in str(error)
-    assert "0.3" in str(error)
+    assert "0.1" in str(error)
     assert not any(isinstance(u, Finish) for u in updates)
 
 

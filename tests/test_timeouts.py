@@ -21,11 +21,11 @@ def stalled_body():
 def test_a_stalled_stream_names_the_limit_and_leaves_the_session_unchanged():
     with ReplayServer([Reply(chunks=stalled_body())]) as server:
         agent = ChatClientAgent(OpenAIChatClient(base_url=server.base_url, api_key="k",
-                                                 read_timeout=0.3))
+                                                 read_timeout=0.1))
         session = AgentSession(messages=[ChatMessage.user("earlier"), ChatMessage.assistant("ok")])
         before = session.to_dict()
         seen = []
-        with pytest.raises(ProviderTimeoutError, match=r"read_timeout=0\.3 s") as info:
+        with pytest.raises(ProviderTimeoutError, match=r"read_timeout=0\.1 s") as info:
             for update in agent.run("next", session):
                 seen.append(update)
     assert seen == [TextDelta("Thinking")]
@@ -49,8 +49,8 @@ def test_a_connect_timeout_names_the_limit():
             filler.connect_ex(("127.0.0.1", port))
             fillers.append(filler)
         client = OpenAIChatClient(base_url=f"http://127.0.0.1:{port}/v1", api_key="k",
-                                  connect_timeout=0.3, max_retries=0)
-        with pytest.raises(ProviderTimeoutError, match=r"connect_timeout=0\.3 s"):
+                                  connect_timeout=0.1, max_retries=0)
+        with pytest.raises(ProviderTimeoutError, match=r"connect_timeout=0\.1 s"):
             list(client.run([ChatMessage.user("hi")]))
     finally:
         for filler in fillers:

@@ -478,15 +478,15 @@ def test_an_answer_wakes_a_waiting_worker_at_once(kind, request, tmp_path, make_
         def answer_now():  # an inbox of its own thread: SQLite connections stay in theirs
             with open_store(url) as other:
                 other.answer("s", [_approve(entry)])
-        answer = threading.Timer(0.3, answer_now)
+        answer = threading.Timer(0.1, answer_now)
         started = time.monotonic()
         answer.start()
         worker.wait(10.0)
         waited = time.monotonic() - started
         answer.join()
-        # it returned at the answer's commit (0.3 s), not at its 10 s timeout; the upper
+        # it returned at the answer's commit (0.1 s), not at its 10 s timeout; the upper
         # bound leaves a loaded machine room, the lower one proves it did not return early
-        assert 0.25 < waited < 8.0, waited
+        assert 0.09 < waited < 8.0, waited
         assert list(worker.answered()) == ["s"]
 
 

@@ -73,10 +73,13 @@ def run(argv: list[str], cwd: str, timeout: float, secret_env=SECRET_ENV,
         hidden = set(secret_env)
         env = {name: value for name, value in os.environ.items() if name not in hidden}
     process, lifeline = _start(argv, cwd, env)
-    live = on_output is not None and os.name == "posix"
+    # POSIX: this thread's own select loop even without on_output, since after a Ctrl-C
+    # communicate() waits 0.25 s for the child to take the SIGINT too, which a command
+    # in its own session never gets
+    live = os.name == "posix"
     try:
         if live:
-            output = _read_live(process, timeout, on_output)
+            output = _read_live(process, timeout, on_output or (lambda piece: None))
         else:
             output, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as exc:
