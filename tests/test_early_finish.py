@@ -59,7 +59,7 @@ def test_a_call_after_an_early_stop_and_a_stall_is_kept_and_runs():
     call. The turn goes on after the stop; the call is executed and the model's next
     turn answers (before the fix the caller saw a stop with the call dropped)."""
     def late_call():
-        time.sleep(0.15)  # shorter than finish_wait (5 s here)
+        time.sleep(0.05)  # shorter than finish_wait (5 s here)
         return CALL
 
     with ReplayServer([Reply(chunks=[HEAD, late_call]), chat_stream(text="src has 3 files")],

@@ -294,7 +294,7 @@ def test_a_stall_after_the_finish_reason_ends_the_turn_without_waiting_for_read_
     """SPEC §6: a turn whose finish_reason arrived is complete, whatever the connection
     does next. Here the server stalls before usage and [DONE] and holds them until the
     test lets go (at most 8 s); the client's read_timeout is 60 s. The run must end on
-    finish_wait of silence (10 s by default; 0.2 s here, to keep the suite quick), so
+    finish_wait of silence (10 s by default; 0.1 s here, to keep the suite quick), so
     the test lets go before the server's own limit, and the turn is whole."""
     body = chat_stream(text="done early")
     head, _, _ = body.partition(b"data: [DONE]")
@@ -308,7 +308,7 @@ def test_a_stall_after_the_finish_reason_ends_the_turn_without_waiting_for_read_
 
     with ReplayServer([Reply(chunks=[head, hold])], keep_alive="chunked") as server:
         client = OpenAIChatClient(model="m", base_url=server.base_url, api_key="sk-test",
-                                  max_retries=0, read_timeout=60, finish_wait=0.2)
+                                  max_retries=0, read_timeout=60, finish_wait=0.1)
         updates = list(ChatClientAgent(client).run("a"))
         released.set()
         assert answered.wait(10)  # the server's thread has noted how its hold ended

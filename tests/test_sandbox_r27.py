@@ -238,7 +238,7 @@ def test_a_key_printed_a_few_characters_at_a_time_is_masked_on_the_screen(tmp_pa
     run.on_output = shown.append
     pieces = " ".join(KEY[i:i + 5] for i in range(0, len(KEY), 5))
     result = run.invoke({"command": f"echo start; for p in {pieces}; do printf %s \"$p\"; "
-                                    "sleep 0.05; done; echo; echo end"})
+                                    "sleep 0.01; done; echo; echo end"})
     screen = b"".join(shown).decode()
     assert screen == "start\n***\nend\n"
     assert result == "exit status 0\nstart\n***\nend\n"

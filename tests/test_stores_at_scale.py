@@ -241,7 +241,7 @@ def test_a_reader_opens_and_lists_while_another_connection_writes(tmp_path):
     writer.execute("BEGIN IMMEDIATE")  # holds the write lock
     try:
         started = time.monotonic()
-        with SQLiteStore(path, timeout=0.2) as reader:
+        with SQLiteStore(path, timeout=0.05) as reader:
             assert [e.session_id for e in reader.pending()] == ["s"]
             assert time.monotonic() - started < 5  # no wait for the write lock
             with pytest.raises(StoreError, match="try again") as caught:

@@ -450,7 +450,7 @@ def test_a_finished_turn_is_complete_after_a_stall():
     gate = threading.Event()
     with HoldingServer([FINISHED], [gate], wait=10) as server:
         client = OpenAIChatClient(base_url=server.base_url, api_key="k", max_retries=0,
-                                  read_timeout=0.2)
+                                  read_timeout=0.1)
         updates = list(client.run([ChatMessage.user("hi")]))
     assert finish_of(updates) == Finish(FinishReason.STOP, Usage(7, 3, 10))
     assert finish_of(updates).message.content == "All done."

@@ -642,7 +642,7 @@ def test_crlf_split_across_network_writes_is_one_line_ending():
     line1 = b'data: {"choices": [{"index": 0, "delta": {"content": "Hi"},\r'
     line2 = (b'\ndata: "finish_reason": null}]}\r\n\r\n'
              + sse(delta({}, "stop"), "[DONE]").replace(b"\n", b"\r\n"))
-    reply = Reply(chunks=[line1, line2], delay=0.05)
+    reply = Reply(chunks=[line1, line2], delay=0.02)
     assert ok(reply) == [TextDelta("Hi"), Finish(FinishReason.STOP, None)]
 
 
@@ -663,7 +663,7 @@ def test_multibyte_character_split_across_network_writes(char, cut):
     encoded = char.encode("utf-8")
     at = body.index(encoded) + cut
     assert 0 < cut < len(encoded)
-    reply = Reply(chunks=[body[:at], body[at:]], delay=0.05)
+    reply = Reply(chunks=[body[:at], body[at:]], delay=0.02)
     assert ok(reply) == [TextDelta(text), Finish(FinishReason.STOP, None)]
 
 

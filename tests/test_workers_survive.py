@@ -148,7 +148,7 @@ def test_a_sqlite_write_lock_held_by_another_connection_stores_nothing(tmp_path,
     """No fault injected: another connection holds SQLite's write lock longer than the
     store waits. The resume fails before c1 runs and the session is as it was."""
     path = tmp_path / "sessions.db"
-    store = SQLiteStore(path, timeout=0.2)
+    store = SQLiteStore(path, timeout=0.05)
     ledger = Ledger()
     agent = paused_twice(make_agent, store, ledger, chat_stream(text="Paid both."))
     before = stored(store)
