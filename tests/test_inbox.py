@@ -596,7 +596,7 @@ def test_a_grant_lasts_what_the_form_says(make_agent, url):
 def test_half_sent_requests_free_their_threads_and_others_are_served(make_agent, url):
     import socket
     import time
-    with one_waiting(make_agent, url, request_timeout=0.1) as client:
+    with one_waiting(make_agent, url, request_timeout=0.2) as client:
         inbox = client.inbox
         before = threading.active_count()
         stalled = []

@@ -23,7 +23,7 @@ import os
 import re
 import sys
 
-from ..commandline.patterns import pattern_regex
+from ..commandline.patterns import pattern_source
 
 
 def inside(path: str, folder: str) -> bool:
@@ -133,5 +133,5 @@ def secret_regex(space) -> re.Pattern:
         re.Pattern: use ``fullmatch``.
     """
     return re.compile("|".join(
-        f"(?:{pattern_regex(p, 'path', space.root, True).pattern})"
+        f"(?:{pattern_source(p, 'path', space.root)})"
         for p, _ in space.secret_files) or "(?!)", re.DOTALL | re.IGNORECASE)

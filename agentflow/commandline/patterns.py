@@ -91,15 +91,30 @@ def pattern_regex(pattern: str, kind: str, root: str, ignore_case: bool = False)
         ignore_case: for names that mean the same file on a case-insensitive disk.
 
     Returns:
-        re.Pattern: to ``fullmatch`` the value (a resolved absolute path, or the text).
+        re.Pattern: to ``fullmatch`` the value (a resolved absolute path, or the text),
+        compiled with ``re.DOTALL`` (and ``re.IGNORECASE`` with ``ignore_case``).
     """
     flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    return re.compile(pattern_source(pattern, kind, root), flags)
+
+
+def pattern_source(pattern: str, kind: str, root: str) -> str:
+    """The source of ``pattern_regex``, for a caller that joins many patterns into one
+    regex and compiles that once (compiling each first costs as much again).
+
+    Args:
+        pattern: the pattern as written (str).
+        kind: ``"path"`` or ``"text"``.
+        root: the folder a relative path pattern starts from (str).
+
+    Returns:
+        str: the regex source, meant for ``re.DOTALL``.
+    """
     body, prefix = split_prefix(protect(pattern))
     if kind == "text":
-        return re.compile(glob_regex(body, ".*") + ("(?: .*)?" if prefix else ""), flags)
+        return glob_regex(body, ".*") + ("(?: .*)?" if prefix else "")
     head, body = _path_head(body, root)
-    return re.compile(re.escape(head) + glob_regex(body, "[^/]*") + ("(?:/.*)?" if prefix
-                                                                     else ""), flags)
+    return re.escape(head) + glob_regex(body, "[^/]*") + ("(?:/.*)?" if prefix else "")
 
 
 def _path_head(body: str, root: str) -> tuple[str, str]:

@@ -43,7 +43,7 @@ import re
 import stat
 
 from . import paths, shell
-from .patterns import pattern_regex
+from .patterns import pattern_source
 
 AGENTFLOW_SETTINGS = "agentflow's own settings (user policy, trust records, signing key)"
 SECRET_FILES = (
@@ -129,7 +129,7 @@ def _secret_matcher(secret_files: tuple, root: str, home: str | None
         for each in [pattern] + ([pattern[:-3]] if pattern.endswith("/**") else []):
             # named, not numbered: a group inside a pattern's regex cannot shift the kinds
             alternatives.append(f"(?P<k{len(kinds)}>"
-                                f"{pattern_regex(each, 'path', root, True).pattern})")
+                                f"{pattern_source(each, 'path', root)})")
             kinds.append(kind)
     return (re.compile("|".join(alternatives) or "(?!)", re.DOTALL | re.IGNORECASE),
             tuple(kinds))
