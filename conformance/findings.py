@@ -4,29 +4,160 @@ rule only, and cites the framework's source or documentation).
 
 ``rule_broken`` reads the rule from the first difference, not from the case's first
 rule: a rejection text that differs is R7 whatever the case is about. ``VARIANTS``
-pairs each rule with cases that differ in that rule only, and ``EVIDENCE`` holds the
-source lines and documentation found for each peer (written by hand from the pinned
-versions; a deviation without an entry says so).
+pairs each failing case and rule with base cases whose inputs differ from it in that
+rule's point only (``POINTS``), and ``EVIDENCE`` holds the source lines and
+documentation found for each peer (written by hand from the pinned versions; a
+deviation without an entry says so).
 """
 
 from __future__ import annotations
 
 import re
 
-# rule -> (a case without the rule's point, a case that differs from it in that only)
-VARIANTS = {
-    "R7": ("001-approve", "002-reject-with-reason"),
-    "R13 (error text)": ("015-tool-loop", "016-tool-error"),
-    "R13": ("016-tool-error", "017-three-failing-rounds"),
-    "R14": ("015-tool-loop", "018-unknown-tool"),
-    "R5": ("006-two-approvals-one-each", "007-mixed-batch-sibling"),
-    "R4": ("006-two-approvals-one-each", "008-missing-response"),
-    "R6": ("001-approve", "022-new-input-with-approvals"),
-    "R11": ("001-approve", "009-unknown-id"),
-    "R12": ("001-approve", "012-already-answered"),
-    "R10": ("015-tool-loop", "026-later-failure-keeps-results"),
-    "R8": ("015-tool-loop", "020-max-rounds"),
+# A variant pair (SPEC §8): a base case and the failing case, whose inputs differ only in
+# the point of the rule the failure breaks. The inputs are what a case file gives (tools,
+# instructions, context providers, each turn's input, answers and options, the provider's
+# responses); the user's words are labels no rule reads. Each point names the input paths
+# it may change (tests/test_conformance_variants.py checks every pair against the files)
+# and says in words what the failing case changes.
+_MODEL = r"turns\[\d+\]\.model_calls\[\d+\](\..+)?"  # a provider response: body, status
+_ANSWER = r"turns\[\d+\]\.approvals\[\d+\]\."
+POINTS = {  # point -> (what the failing case changes, the input paths that may differ)
+    "reason": ("the rejection's reason", (_ANSWER + "reason",)),
+    "answer": ("the answer: a rejection where the base approves (and the model's reply)",
+               (_ANSWER + "(approved|reason)", _MODEL)),
+    "answers": ("which pending calls the answers name (and the model's reply)",
+                (_ANSWER + "(approved|reason|call_id)", r"needs\[\d+\]", _MODEL)),
+    "new_input": ("a user message given with the answers (and the model's reply)",
+                  (r"turns\[\d+\]\.input\[\d+\]\.role", _MODEL)),
+    "session": ("being run without a session", (r"session",)),
+    "called_again": ("the model calling the rejected sibling again", (_MODEL,)),
+    "answered_again": ("a third turn that answers the answered call again",
+                       (r"turns\[2\]\..+", _MODEL)),
+    "not_paused": ("a first turn that pauses nothing, so the answers find no pending call",
+                   (r"needs\[\d+\]", _MODEL)),
+    "failing_rounds": ("three rounds of failing calls instead of one", (_MODEL,)),
+    "call": ("the model's tool call (its name or arguments)", (_MODEL,)),
+    "length": ("the model's turn ending with `length`, its call cut off", (_MODEL,)),
+    "stream": ("the provider's stream (and the call ids it gives)",
+               (_MODEL, _ANSWER + "call_id")),
+    "stream_two_calls": ("the provider's stream, with two calls, and the answer to the second",
+                         (_MODEL, _ANSWER + "(call_id|approved)")),
+    "failure": ("how the later model call fails", (_MODEL,)),
+    "failed_resume": ("the model call after the resume failing, and a turn that continues",
+                      (r"turns\[2\]\..+", _MODEL)),
+    "round_limit": ("a round limit (`max_rounds` 2) and a model that calls again",
+                    (r"turns\[\d+\]\.options\.max_rounds", _MODEL)),
+    "context": ("the context providers (and the model's replies)",
+                (r"context_providers.*", r"needs\[\d+\]", _MODEL)),
 }
+
+# (failing case, the rule it breaks, base, point): a claim names the first base of its
+# case and rule that the peer passes. A (case, rule) with no row has no case that differs
+# from it in that rule only, and PEERS.md says so: R13's error text and R2's wrapping are
+# in every case of their rule, R9's 030 and R8's unit have no twin, 009-011 no valid twin.
+VARIANTS = [
+    # R7: the rejection cases differ from each other in the reason only; 001 approves
+    ("002-reject-with-reason", "R7", "038-reason-kept-exactly", "reason"),
+    ("002-reject-with-reason", "R7", "003-reject-without-reason", "reason"),
+    ("002-reject-with-reason", "R7", "001-approve", "answer"),
+    ("003-reject-without-reason", "R7", "002-reject-with-reason", "reason"),
+    ("003-reject-without-reason", "R7", "004-reject-blank-reason", "reason"),
+    ("003-reject-without-reason", "R7", "001-approve", "answer"),
+    ("004-reject-blank-reason", "R7", "003-reject-without-reason", "reason"),
+    ("004-reject-blank-reason", "R7", "002-reject-with-reason", "reason"),
+    ("004-reject-blank-reason", "R7", "001-approve", "answer"),
+    ("005-reject-null-reason", "R7", "003-reject-without-reason", "reason"),
+    ("005-reject-null-reason", "R7", "002-reject-with-reason", "reason"),
+    ("005-reject-null-reason", "R7", "001-approve", "answer"),
+    ("038-reason-kept-exactly", "R7", "002-reject-with-reason", "reason"),
+    ("038-reason-kept-exactly", "R7", "003-reject-without-reason", "reason"),
+    ("038-reason-kept-exactly", "R7", "001-approve", "answer"),
+    # R4: 008 is 006 with call_b left without an answer
+    ("008-missing-response", "R4", "006-two-approvals-one-each", "answers"),
+    # R5: the same batch with and without a session, and with the sibling called again
+    ("007-mixed-batch-sibling", "R5", "048-r5-without-a-session", "session"),
+    ("048-r5-without-a-session", "R5", "007-mixed-batch-sibling", "session"),
+    ("031-sibling-called-again", "R5", "007-mixed-batch-sibling", "called_again"),
+    # R6: 022 is 003 with a user message next to the answer
+    ("022-new-input-with-approvals", "R6", "003-reject-without-reason", "new_input"),
+    # R11, R12: 012 is 001 answered once more; 013 answers a session 001's way unpaused
+    ("012-already-answered", "R11", "001-approve", "answered_again"),
+    ("012-already-answered", "R12", "001-approve", "answered_again"),
+    ("013-not-paused", "R11", "001-approve", "not_paused"),
+    ("009-unknown-id", "R11", "011-unknown-next-to-valid", "answers"),
+    ("011-unknown-next-to-valid", "R11", "009-unknown-id", "answers"),
+    ("010-duplicate-id", "R11", "011-unknown-next-to-valid", "answers"),
+    # R13: 017 is 016 with two more failing rounds (the count, not the error text)
+    ("017-three-failing-rounds", "R13", "016-tool-error", "failing_rounds"),
+    # R14: the same tool and turn, the model's call differing in what R14 refuses
+    ("018-unknown-tool", "R14", "037-echo-canonical-json", "call"),
+    ("019-invalid-json-arguments", "R14", "036-empty-arguments-mean-empty-object", "call"),
+    ("019-invalid-json-arguments", "R14", "039-arguments-not-an-object", "call"),
+    ("039-arguments-not-an-object", "R14", "036-empty-arguments-mean-empty-object", "call"),
+    ("039-arguments-not-an-object", "R14", "019-invalid-json-arguments", "call"),
+    ("024-length-with-tool-calls", "R14", "021-text-before-tool-calls", "length"),
+    # R10: a failing model call against the same turns without the failure
+    ("026-later-failure-keeps-results", "R10", "046-failed-step-leaves-nothing-of-its-output",
+     "failure"),
+    ("046-failed-step-leaves-nothing-of-its-output", "R10", "026-later-failure-keeps-results",
+     "failure"),
+    ("027-stream-cut", "R10", "116-shape-done-without-blank-line", "stream"),
+    ("035-resume-then-failure", "R10", "001-approve", "failed_resume"),
+    ("111-shape-error-in-chunk", "R10", "116-shape-done-without-blank-line", "stream"),
+    ("111-shape-error-in-chunk", "R10", "112-shape-event-error", "stream"),
+    ("112-shape-event-error", "R10", "116-shape-done-without-blank-line", "stream"),
+    ("112-shape-event-error", "R10", "111-shape-error-in-chunk", "stream"),
+    # R8: 020's model keeps calling under a limit; 021's answers after one round
+    ("020-max-rounds", "R8", "021-text-before-tool-calls", "round_limit"),
+    # R1: 023 is 045's prompt with context providers
+    ("023-context-provider", "R1", "045-instructions-are-the-system-message", "context"),
+    # SPEC §6: a stream shape against the plain case with the same turns (001, 116), or a
+    # case of the same turns whose stream differs in another shape
+    ("101-shape-missing-index", "SPEC §6", "001-approve", "stream"),
+    ("102-shape-index-from-one", "SPEC §6", "001-approve", "stream"),
+    ("103-shape-header-resent", "SPEC §6", "001-approve", "stream"),
+    ("104-shape-arguments-whole", "SPEC §6", "001-approve", "stream"),
+    ("105-shape-arguments-object", "SPEC §6", "001-approve", "stream"),
+    ("106-shape-reasoning-usage-on-finish", "SPEC §6", "001-approve", "stream"),
+    ("107-shape-empty-choices", "SPEC §6", "001-approve", "stream"),
+    ("108-shape-keepalive-comments", "SPEC §6", "001-approve", "stream"),
+    ("109-shape-empty-id-resent", "SPEC §6", "001-approve", "stream"),
+    ("110-shape-crlf-parallel", "SPEC §6", "001-approve", "stream_two_calls"),
+    ("111-shape-error-in-chunk", "SPEC §6", "116-shape-done-without-blank-line", "stream"),
+    ("112-shape-event-error", "SPEC §6", "116-shape-done-without-blank-line", "stream"),
+    ("113-shape-content-parts", "SPEC §6", "116-shape-done-without-blank-line", "stream"),
+    ("114-shape-refusal", "SPEC §6", "116-shape-done-without-blank-line", "stream"),
+    ("115-shape-bom-cr-reasoning", "SPEC §6", "116-shape-done-without-blank-line", "stream"),
+    ("116-shape-done-without-blank-line", "SPEC §6", "113-shape-content-parts", "stream"),
+    ("117-shape-stop-then-call", "SPEC §6", "119-shape-header-without-index", "stream"),
+    ("119-shape-header-without-index", "SPEC §6", "117-shape-stop-then-call", "stream"),
+    ("117-shape-stop-then-call", "R2", "119-shape-header-without-index", "stream"),
+    ("119-shape-header-without-index", "R2", "117-shape-stop-then-call", "stream"),
+    ("036-empty-arguments-mean-empty-object", "SPEC §6", "039-arguments-not-an-object", "call"),
+    ("036-empty-arguments-mean-empty-object", "SPEC §6", "019-invalid-json-arguments", "call"),
+]
+
+
+def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
+            ) -> tuple[str, str]:
+    """The variant a claim about ``case_id`` breaking ``rule`` shows, given the peer's
+    ``status`` per case (and the rule each failing case ``broke``): ``("isolated",
+    text)`` for the first base of its rows that the peer passes, ``("not isolated",
+    text)`` when it passes none of them, ``("no case", text)`` when no case differs from
+    it in that rule only (SPEC §8)."""
+    bases = [(base, point) for case, r, base, point in VARIANTS if (case, r) == (case_id, rule)]
+    if not bases:
+        return "no case", f"no case differs from `{case_id}` in {rule} only"
+    for base, point in bases:
+        if status.get(base) == "pass":
+            return "isolated", (f"`{base}` passes, `{case_id}` fails; they differ only in "
+                                f"{POINTS[point][0]}")
+    why = broke or {}
+    tried = ", ".join(f"`{base}` {status.get(base) or 'not run'}"
+                      + (f" ({why[base]})" if why.get(base) else "") for base, _ in bases)
+    return "not isolated", f"not isolated here: no base passes ({tried})"
+
 
 _EXPECTED = re.compile(r'expected (?:text starting with )?"((?:[^"\\]|\\.)*)", got (.*)$')
 

@@ -1,8 +1,9 @@
 """``make conformance-peers``: run the peer adapters of conformance/adapters and write
 conformance/PEERS.md — per peer and version the outcomes per suite, what the adapter
 configured, every failing case as "breaks Rn: its first difference" with the variant that
-isolates the rule and the framework's source (conformance/findings.py), every skip with
-its reason.
+isolates the rule (a passing base case that differs from it in that rule's point only, or
+that no such case exists) and the framework's source (conformance/findings.py), every
+skip with its reason.
 
 Run from the repository root in .conformance-venv (the peers' pinned versions are in
 conformance/adapters/requirements.txt and conformance/adapters/node/package.json; a peer
@@ -18,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .findings import VARIANTS, classify
+from .findings import classify, variant
 from .loader import load_cases
 from .report import counts
 from .runner import Adapter, Outcome, run_all
@@ -68,6 +69,9 @@ SAVED = OUT.parent / ".peers"  # each peer's last outcomes, so one peer can be r
 def section(name: str, outcomes) -> list[str]:
     version = next((o.implementation for o in outcomes if o.implementation), "unknown")
     status = {o.case_id: o.status for o in outcomes}
+    # the rule each failure breaks, also shown where a base fails for another rule
+    broke = {o.case_id: classify(name, o.case_id, o.rules, o.detail, o.broke)[0]
+             for o in outcomes if o.status == "fail"}
     lines = [f"## {name}", "", f"Version: {version}.", "",
              "| suite | passed | failed | skipped |", "|---|---|---|---|"]
     for suite, c in counts(outcomes, lambda o: [o.suite]).items():
@@ -78,20 +82,22 @@ def section(name: str, outcomes) -> list[str]:
                       "framework\"):", ""] + [f"- {c}" for c in configured]
     failed = [o for o in outcomes if o.status == "fail"]
     if failed:
-        lines += ["", "Deviations (each: the rule its first difference breaks, that "
-                      "difference, the variant that isolates the rule, the evidence):", ""]
+        claims, kinds = [], []
         for o in failed:
             rule, evidence = classify(name, o.case_id, o.rules, o.detail, o.broke)
+            kind, shown = variant(o.case_id, rule, status, broke)
+            kinds.append(kind)
             what = o.detail.splitlines()[0].replace("|", "\\|")
-            lines.append(f"- `{o.case_id}` breaks {rule}: {what}")
-            base, variant = VARIANTS.get(rule, (None, None))
-            if base and status.get(base) == "pass" and status.get(variant) == "fail":
-                lines.append(f"  - variant: `{base}` passes, `{variant}` (which differs in "
-                             f"{rule} only) fails")
-            elif base:
-                lines.append(f"  - variant: not isolated here (`{base}` {status.get(base)}, "
-                             f"`{variant}` {status.get(variant)})")
-            lines.append(f"  - evidence: {evidence}")
+            claims += [f"- `{o.case_id}` breaks {rule}: {what}", f"  - variant: {shown}",
+                       f"  - evidence: {evidence}"]
+        lines += ["", f"Deviations: {len(failed)}; shown by a passing variant "
+                      f"{kinds.count('isolated')}, not isolated here "
+                      f"{kinds.count('not isolated')}, with no case that differs in the "
+                      f"rule only {kinds.count('no case')}. Each: the rule its first "
+                      "difference breaks, that difference, the variant (a base case the "
+                      "peer passes whose inputs differ from the failing case's in that "
+                      "rule's point only, conformance/findings.py), the evidence:", ""]
+        lines += claims
     skipped = [o for o in outcomes if o.status == "skip" and o.suite == "core"]
     if skipped:
         lines += ["", "Skipped (core):", ""]
