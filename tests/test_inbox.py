@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from agentflow import AgentRunOptions, ToolApprovalResponse
+from agentflow import AgentRunOptions, AgentSession, ToolApprovalResponse
 from agentflow.cli import inbox_notify
 from agentflow.cli.inbox import CSP
 from agentflow.errors import ApprovalError
@@ -376,9 +376,11 @@ def test_events_announce_a_change(server, url, tmp_path):
 def test_the_list_is_paged_oldest_first(make_agent, tmp_path):
     from agentflow.cli import inbox_page
     url = f"sqlite:///{tmp_path}/s.db"
-    with open_store(url) as store:
-        for i in range(inbox_page.PAGE_SIZE + 3):
-            paused_library_session(make_agent, store, f"s{i:03d}")
+    with open_store(url) as store:  # one paused run, saved under 53 names
+        paused_library_session(make_agent, store, "s000")
+        paused = {**store.load("s000").to_dict(), "revision": 0}  # each a new session
+        for i in range(1, inbox_page.PAGE_SIZE + 3):
+            store.save(f"s{i:03d}", AgentSession.from_dict(paused))
     with running_inbox(url, signed=False) as inbox:  # an application's store
         client = Client(inbox)
         client.login()
