@@ -116,7 +116,11 @@ def test_killing_the_worker_at_random_moments_strands_nothing(tmp_path, url):
         outcome = counted(url, tmp_path)
     finally:
         model.stop()
-    assert exits == [] and kills >= 24, (exits, kills)
+    # each kill settles at most two sessions (the one it cut short, which the next
+    # worker answers at once, and one run whole in a life of at most 0.9 s with a 0.5 s
+    # command), so 24 sessions take at least 12 kills; a quiet machine settles them
+    # in fewer than 24, so 24 was a bound on the machine's speed, not on the campaign
+    assert exits == [] and kills >= SESSIONS // 2, (exits, kills)
     assert outcome == {"stranded": [], "doubles": [], "results": {}}, outcome
 
 
