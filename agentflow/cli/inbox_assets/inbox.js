@@ -195,6 +195,12 @@ async function refresh(first) {
 
 function apply(fresh) {
   held = null;
+  // A kept article is taken out of the document and put back below, and a node leaving
+  // the document loses focus (HTML's focus fixup rule): the key the person presses next
+  // would go to the page, not to the field they were typing in. Give it back, caret too.
+  const focused = document.activeElement;
+  const caret = focused && focused.selectionStart != null
+    ? [focused.selectionStart, focused.selectionEnd] : null;
   const old = new Map([...document.querySelectorAll("article.call")]
                       .map((a) => [a.dataset.key, a]));
   for (const next of fresh.content.querySelectorAll("article.call")) {
@@ -215,6 +221,11 @@ function apply(fresh) {
     }
   }
   $("list").replaceChildren(...fresh.content.childNodes);
+  if (focused && focused !== document.body && focused.isConnected &&
+      document.activeElement !== focused) {
+    focused.focus({preventScroll: true});
+    if (caret) focused.setSelectionRange(caret[0], caret[1]);
+  }
   const context = $("context");
   if (context) {
     $("approver").textContent = context.dataset.approver;
