@@ -134,6 +134,12 @@ VARIANTS = [
     ("119-shape-header-without-index", "SPEC §6", "117-shape-stop-then-call", "stream"),
     ("117-shape-stop-then-call", "R2", "119-shape-header-without-index", "stream"),
     ("119-shape-header-without-index", "R2", "117-shape-stop-then-call", "stream"),
+    ("118-shape-name-in-pieces", "SPEC §6", "121-shape-names-whole", "stream"),
+    ("121-shape-names-whole", "SPEC §6", "118-shape-name-in-pieces", "stream"),
+    ("120-shape-name-pieces-that-repeat", "SPEC §6", "122-shape-repeating-names-whole",
+     "stream"),
+    ("122-shape-repeating-names-whole", "SPEC §6", "120-shape-name-pieces-that-repeat",
+     "stream"),
     ("036-empty-arguments-mean-empty-object", "SPEC §6", "039-arguments-not-an-object", "call"),
     ("036-empty-arguments-mean-empty-object", "SPEC §6", "019-invalid-json-arguments", "call"),
 ]
@@ -602,9 +608,9 @@ CASE_EVIDENCE = {
         "`_convert_delta_to_message_chunk` reads `content` only; a streamed `refusal` is "
         "dropped (only the non-streamed message keeps it in `additional_kwargs`, line 253)",
     # SPEC §6, fourth batch: a name in pieces (118: `get_wea`, `ther` on call_1; call_2's
-    # `get_time` re-sent in full) and a header without `index` (119). 103 (a name re-sent
-    # in full) and 117 (119's call with `index: 0` on its header) are the nearest passing
-    # cases; no case differs from 118 or 119 in the point only.
+    # `get_time` re-sent in full) and a header without `index` (119). 121 is 118 with every
+    # name sent whole and once, 117 is 119's call with `index: 0` on its header: their
+    # variants; 103 (a name re-sent in full) tells a failed 118's two causes apart.
     ("Microsoft Agent Framework", "118-shape-name-in-pieces"):
         f"agent_framework/_types.py:2092 ({MAF}) `_add_function_call_content`: the merged "
         "name is `self_name or other_name`, the first non-empty piece, so `ther` is dropped "
@@ -661,8 +667,9 @@ CASE_EVIDENCE = {
         f"unknown-tool `ToolMessage` with `tool_call_id=None` (langgraph/prebuilt/"
         f"tool_node.py:1324, {LG_PREBUILT}): `ValidationError` (117, the same call with "
         "`index: 0`, passes)",
-    # 120: a piece equal to the name so far; no peer checks the readings against the
-    # offered tools, each reads such a piece the one way it reads every piece (118)
+    # 120: a piece equal to the name so far (122, its variant, sends each name whole); no
+    # peer checks the readings against the offered tools, each reads such a piece the one
+    # way it reads every piece (118)
     ("Microsoft Agent Framework", "120-shape-name-pieces-that-repeat"):
         f"agent_framework/_types.py:2092 ({MAF}): the first non-empty name is kept (`self_name "
         "or other_name`), so `bye`, `bye` stays `bye`; the offered tools are not consulted",

@@ -111,8 +111,8 @@ def test_a_claim_names_the_first_base_the_peer_passes():
 
 def test_every_stream_shape_case_has_a_base_with_the_same_turns():
     """The provider-shape cases (1xx) are §6's: each is paired with a case of the same
-    turns whose stream differs (the plain 001 or 116 where one exists), except 118 and
-    120, whose tools no other case offers."""
+    turns whose stream differs (the plain 001 or 116 where one exists; 118 and 120 with
+    121 and 122, the same tools and turns with every name sent whole)."""
     shapes = {c for c in CASES if c.startswith("1") and CASES[c]["rules"][0] == "SPEC §6"}
     paired = {c for c, rule, _, _ in VARIANTS if rule == "SPEC §6"}
-    assert shapes - paired == {"118-shape-name-in-pieces", "120-shape-name-pieces-that-repeat"}
+    assert "121-shape-names-whole" in shapes and shapes - paired == set()
