@@ -48,14 +48,19 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
                       (r"turns\[2\]\..+", _MODEL)),
     "round_limit": ("a round limit (`max_rounds` 2) and a model that calls again",
                     (r"turns\[\d+\]\.options\.max_rounds", _MODEL)),
+    "tool_outcome": ("the tool raising where the base's returns", (r"tools\[\d+\]\.behaviour\..+",)),
+    "fails": ("the later model call failing (a 400) where the base's answers", (_MODEL,)),
+    "finish": ("the turn finishing `content_filter` where the base's finishes `stop`",
+               (_MODEL,)),
     "context": ("the context providers (and the model's replies)",
                 (r"context_providers.*", r"needs\[\d+\]", _MODEL)),
 }
 
 # (failing case, the rule it breaks, base, point): a claim names the first base of its
 # case and rule that the peer passes. A (case, rule) with no row has no case that differs
-# from it in that rule only, and PEERS.md says so: R13's error text and R2's wrapping are
-# in every case of their rule, R9's 030 and R8's unit have no twin, 009-011 no valid twin.
+# from it in that rule only, and PEERS.md says so: R2's wrapping is on every tool result
+# and text a framework adds to the system message on every request, so R2's and R1's
+# cases (015, 021, 036, 037; 045) have no twin without them.
 VARIANTS = [
     # R7: the rejection cases differ from each other in the reason only; 001 approves
     ("002-reject-with-reason", "R7", "038-reason-kept-exactly", "reason"),
@@ -90,6 +95,16 @@ VARIANTS = [
     ("010-duplicate-id", "R11", "011-unknown-next-to-valid", "answers"),
     # R13: 017 is 016 with two more failing rounds (the count, not the error text)
     ("017-three-failing-rounds", "R13", "016-tool-error", "failing_rounds"),
+    ("017-three-failing-rounds", "R13", "124-r13-three-rounds-that-return", "tool_outcome"),
+    # R13's error text: each case against its turns with the tool returning (123-125)
+    ("016-tool-error", "R13 (error text)", "123-r13-tool-returns", "tool_outcome"),
+    ("017-three-failing-rounds", "R13 (error text)", "124-r13-three-rounds-that-return",
+     "tool_outcome"),
+    ("033-r13-success-resets-the-count", "R13 (error text)", "125-r13-rounds-that-all-return",
+     "tool_outcome"),
+    # R4: 128 is 006 with call_b approved too; R9: 127 is 030 finishing `stop`
+    ("006-two-approvals-one-each", "R4", "128-two-approvals-both-approved", "answer"),
+    ("030-content-filter", "R9", "127-stop-finish-once-last", "finish"),
     # R14: the same tool and turn, the model's call differing in what R14 refuses
     ("018-unknown-tool", "R14", "037-echo-canonical-json", "call"),
     ("019-invalid-json-arguments", "R14", "036-empty-arguments-mean-empty-object", "call"),
@@ -98,6 +113,7 @@ VARIANTS = [
     ("039-arguments-not-an-object", "R14", "019-invalid-json-arguments", "call"),
     ("024-length-with-tool-calls", "R14", "021-text-before-tool-calls", "length"),
     # R10: a failing model call against the same turns without the failure
+    ("025-failed-first-call", "R10", "126-later-call-answers", "fails"),
     ("026-later-failure-keeps-results", "R10", "046-failed-step-leaves-nothing-of-its-output",
      "failure"),
     ("046-failed-step-leaves-nothing-of-its-output", "R10", "026-later-failure-keeps-results",

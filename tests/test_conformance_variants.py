@@ -71,7 +71,7 @@ def test_a_variant_pair_differs_in_its_point_only(case_id, rule, base, point):
     their inputs, only where the point says."""
     case, other = CASES[case_id], CASES[base]
     assert case.get("suite", "core") == "core" and other.get("suite", "core") == "core"
-    assert base != case_id and rule in case["rules"]
+    assert base != case_id and rule.split(" (")[0] in case["rules"]  # R13 (error text)
     paths = differing(base, case_id)
     assert paths, "a base with the failing case's inputs isolates nothing"
     assert outside(point, paths) == [], (base, case_id, point)
@@ -105,8 +105,8 @@ def test_a_claim_names_the_first_base_the_peer_passes():
                    {"002-reject-with-reason": "R7"}) == (
         "not isolated", "not isolated here: no base passes (`002-reject-with-reason` fail "
         "(R7), `004-reject-blank-reason` fail, `001-approve` skip)")
-    assert variant("016-tool-error", "R13 (error text)", {"015-tool-loop": "pass"}) == (
-        "no case", "no case differs from `016-tool-error` in R13 (error text) only")
+    assert variant("045-instructions-are-the-system-message", "R1", {"001-approve": "pass"}) == (
+        "no case", "no case differs from `045-instructions-are-the-system-message` in R1 only")
 
 
 def test_every_stream_shape_case_has_a_base_with_the_same_turns():
