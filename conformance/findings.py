@@ -48,6 +48,9 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
                       (r"turns\[2\]\..+", _MODEL)),
     "round_limit": ("a round limit (`max_rounds` 2) and a model that calls again",
                     (r"turns\[\d+\]\.options\.max_rounds", _MODEL)),
+    "sibling": ("the sibling needing no approval (and no answer) where the base's needs one "
+                "and is rejected", (r"tools\[\d+\]\.requires_approval",
+                                    _ANSWER + "(approved|call_id)")),
     "tool_outcome": ("the tool raising where the base's returns", (r"tools\[\d+\]\.behaviour\..+",)),
     "fails": ("the later model call failing (a 400) where the base's answers", (_MODEL,)),
     "finish": ("the turn finishing `content_filter` where the base's finishes `stop`",
@@ -78,10 +81,13 @@ VARIANTS = [
     ("038-reason-kept-exactly", "R7", "002-reject-with-reason", "reason"),
     ("038-reason-kept-exactly", "R7", "003-reject-without-reason", "reason"),
     ("038-reason-kept-exactly", "R7", "001-approve", "answer"),
-    # R4: 008 is 006 with call_b left without an answer
+    # R4: 008 is 006 (and 128) with call_b left without an answer
     ("008-missing-response", "R4", "006-two-approvals-one-each", "answers"),
-    # R5: the same batch with and without a session, and with the sibling called again
+    ("008-missing-response", "R4", "128-two-approvals-both-approved", "answers"),
+    # R5: the same batch with and without a session, with the sibling called again, and
+    # with the sibling needing approval too (129)
     ("007-mixed-batch-sibling", "R5", "048-r5-without-a-session", "session"),
+    ("007-mixed-batch-sibling", "R5", "129-both-need-approval-one-rejected", "sibling"),
     ("048-r5-without-a-session", "R5", "007-mixed-batch-sibling", "session"),
     ("031-sibling-called-again", "R5", "007-mixed-batch-sibling", "called_again"),
     # R6: 022 is 003 with a user message next to the answer
@@ -93,6 +99,7 @@ VARIANTS = [
     ("009-unknown-id", "R11", "011-unknown-next-to-valid", "answers"),
     ("011-unknown-next-to-valid", "R11", "009-unknown-id", "answers"),
     ("010-duplicate-id", "R11", "011-unknown-next-to-valid", "answers"),
+    ("010-duplicate-id", "R11", "009-unknown-id", "answers"),
     # R13: 017 is 016 with two more failing rounds (the count, not the error text)
     ("017-three-failing-rounds", "R13", "016-tool-error", "failing_rounds"),
     ("017-three-failing-rounds", "R13", "124-r13-three-rounds-that-return", "tool_outcome"),
