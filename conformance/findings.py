@@ -26,6 +26,8 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
     "reason": ("the rejection's reason", (_ANSWER + "reason",)),
     "answer": ("the answer: a rejection where the base approves (and the model's reply)",
                (_ANSWER + "(approved|reason)", _MODEL)),
+    "approval": ("the answer: an approval where the base rejects (and the model's reply)",
+                 (_ANSWER + "(approved|reason)", _MODEL)),
     "answers": ("which pending calls the answers name (and the model's reply)",
                 (_ANSWER + "(approved|reason|call_id)", r"needs\[\d+\]", _MODEL)),
     "new_input": ("a user message given with the answers (and the model's reply)",
@@ -111,6 +113,7 @@ VARIANTS = [
      "tool_outcome"),
     # R4: 128 is 006 with call_b approved too; R9: 127 is 030 finishing `stop`
     ("006-two-approvals-one-each", "R4", "128-two-approvals-both-approved", "answer"),
+    ("128-two-approvals-both-approved", "R4", "006-two-approvals-one-each", "approval"),
     ("030-content-filter", "R9", "127-stop-finish-once-last", "finish"),
     # R14: the same tool and turn, the model's call differing in what R14 refuses
     ("018-unknown-tool", "R14", "037-echo-canonical-json", "call"),
@@ -205,6 +208,9 @@ def rule_broken(case_id: str, rules, detail: str) -> str:
         return "R14"
     if re.match(r"Error: \w+: ", expected):
         return "R13 (error text)"
+    if "R2" in rules and len(detail.splitlines()) == 1 and re.match(
+            r"turn \d+: executions\[\d+\]\.tool: expected ", first):
+        return "R2"  # requests, updates and history held: the same calls ran, in another order
     if "expected ApprovalError, got no error" in first:
         return "R11"
     if case_id.startswith("012") and "was not expected" in first:
@@ -231,6 +237,7 @@ _ADK_WRAPS = (f"google/adk/flows/llm_flows/tools/_caller.py:63-67 ({ADK}) "
               "parameter sends a result bare (a callback's or a tool's own answer is a dict too)")
 # what the pinned packages bring in (package-lock.json; pip's resolution of requirements.txt)
 AI_UTILS, LG_PREBUILT = "@ai-sdk/provider-utils 4.0.66", "langgraph-prebuilt 1.1.3"
+LG = "langgraph 1.2.24"
 # requirements-strands.txt, and the openai client pip resolves for it (its openai extra: <3)
 STRANDS, STRANDS_OPENAI = "strands-agents 1.62.0", "openai 2.54.0"
 
@@ -411,6 +418,12 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         f"({LC_CORE}) builds a streamed call's arguments with `parse_partial_json`, so cut-off "
         "JSON (`{\"text\": \"unterminated`) is completed and run (019), and calls cut off by "
         "`length` are executed (024)",
+    ("LangChain (HumanInTheLoopMiddleware)", "R2"):
+        f"langchain/agents/factory.py:2032 ({LC}): each pending call goes to the tool node as "
+        f"a `Send` task of its own, and langgraph/pregel/_runner.py:206, 265-267 ({LG}) runs "
+        "the tasks of a step on the executor's threads when there is more than one: two calls "
+        "that need no approval run in no fixed order (R2: in the order the model gave), so "
+        "the verdict varies between runs (121: 1 failure in 6; no setting runs them in turn)",
     ("LangChain (HumanInTheLoopMiddleware)", "R4"):
         f"human_in_the_loop.py:861-863 ({LC}): the rejections' `ToolMessage`s are returned "
         "right after the AI message (`[last_ai_msg, *artificial_tool_messages]`) and the "
@@ -709,6 +722,16 @@ CASE_EVIDENCE = {
         f"({AI_UTILS}): a name piece equal to the call's name matches that call, and "
         "`processExistingToolCall` (430-443) appends only arguments: `bye` stays `bye`; the "
         "offered tools are not consulted",
+    ("Vercel AI SDK", "128-two-approvals-both-approved"):
+        f"ai/src/generate-text/collect-tool-approvals.ts:81, 119 ({AI}) collects approvals in "
+        "the order of the answers, and stream-text.ts:1615-1644 runs the approved calls under "
+        "`Promise.all`, adding each result as it finishes; the tool message lists those "
+        "results, then the denied calls' (1657, 1695): results follow the answers, not the "
+        "calls (R4: in call order). 006 passes only because its approved call is the first",
+    ("Vercel AI SDK", "129-both-need-approval-one-rejected"):
+        f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
+        "approved calls' results before the denied calls', so call_2's result comes before "
+        "call_1's rejection (R4: in call order)",
     ("LangChain (HumanInTheLoopMiddleware)", "120-shape-name-pieces-that-repeat"):
         f"langchain_core/utils/_merge.py:64 ({LC_CORE}): name strings of one index are always "
         "concatenated: `byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered "

@@ -405,6 +405,12 @@ def test_a_peers_deviation_is_filed_under_the_rule_its_first_difference_breaks()
     assert rule_broken("013-not-paused", ("R11",),
                        "turn 2: error: expected ApprovalError, got no error") == "R11"
     assert rule_broken("020-max-rounds", ("R8",), "turn 1: updates[3]: …") == "R8"
+    # SPEC R2 "executes them in the order the model gave": with the requests, updates and
+    # history as expected, an execution of another tool first is the order, not §6
+    order = 'turn 1: executions[0].tool: expected "get_weather", got "get_time"'
+    assert rule_broken("121-shape-names-whole", ("SPEC §6", "R2"), order) == "R2"
+    assert rule_broken("118-shape-name-in-pieces", ("SPEC §6", "R2"),
+                       order + '\n  also: history[1].tool_calls[0].name: …') == "SPEC §6"
 
 
 def test_an_answered_call_is_r12_only_when_it_ran_again():
