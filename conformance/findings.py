@@ -208,9 +208,6 @@ def rule_broken(case_id: str, rules, detail: str) -> str:
         return "R14"
     if re.match(r"Error: \w+: ", expected):
         return "R13 (error text)"
-    if "R2" in rules and len(detail.splitlines()) == 1 and re.match(
-            r"turn \d+: executions\[\d+\]\.tool: expected ", first):
-        return "R2"  # requests, updates and history held: the same calls ran, in another order
     if "expected ApprovalError, got no error" in first:
         return "R11"
     if case_id.startswith("012") and "was not expected" in first:

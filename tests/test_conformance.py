@@ -333,6 +333,22 @@ def test_updates_of_different_calls_may_come_in_either_order_but_approvals_in_ca
     assert "updates[4].call_id" in problem
 
 
+def test_the_same_executions_in_another_order_break_r2_whatever_the_case_is_about():
+    """SPEC R2: calls that need no approval are executed "in the order the model gave";
+    the same executions in another order (parallel tool tasks) break R2, while another
+    call run, or one too many, is the case's own rule's difference."""
+    from conformance.runner import check_turn
+    weather = {"tool": "get_weather", "arguments": {"city": "Paris"}}
+    time = {"tool": "get_time", "arguments": {"city": "Rome"}}
+    expect = {"executions": [weather, time]}
+    assert check_turn(expect, {"executions": [weather, time]}, []) == ([], [])
+    [swapped], _ = check_turn(expect, {"executions": [time, weather]}, [])
+    assert swapped.rule == "R2" and swapped.startswith("executions[0].tool: expected ")
+    [other], _ = check_turn(expect, {"executions": [time, time]}, [])
+    [extra], _ = check_turn(expect, {"executions": [weather, time, weather]}, [])
+    assert other.rule is None and extra.rule is None
+
+
 def test_system_messages_compare_as_one_text_and_refusal_as_content():
     """SPEC §8: not one system message per context provider; a provider's ``refusal``
     text counts as the message's content."""
@@ -405,12 +421,6 @@ def test_a_peers_deviation_is_filed_under_the_rule_its_first_difference_breaks()
     assert rule_broken("013-not-paused", ("R11",),
                        "turn 2: error: expected ApprovalError, got no error") == "R11"
     assert rule_broken("020-max-rounds", ("R8",), "turn 1: updates[3]: …") == "R8"
-    # SPEC R2 "executes them in the order the model gave": with the requests, updates and
-    # history as expected, an execution of another tool first is the order, not §6
-    order = 'turn 1: executions[0].tool: expected "get_weather", got "get_time"'
-    assert rule_broken("121-shape-names-whole", ("SPEC §6", "R2"), order) == "R2"
-    assert rule_broken("118-shape-name-in-pieces", ("SPEC §6", "R2"),
-                       order + '\n  also: history[1].tool_calls[0].name: …') == "SPEC §6"
 
 
 def test_an_answered_call_is_r12_only_when_it_ran_again():
