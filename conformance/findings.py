@@ -102,6 +102,10 @@ VARIANTS = [
     ("011-unknown-next-to-valid", "R11", "009-unknown-id", "answers"),
     ("010-duplicate-id", "R11", "011-unknown-next-to-valid", "answers"),
     ("010-duplicate-id", "R11", "009-unknown-id", "answers"),
+    # and each against 129, the same calls answered validly
+    ("009-unknown-id", "R11", "129-both-need-approval-one-rejected", "answers"),
+    ("010-duplicate-id", "R11", "129-both-need-approval-one-rejected", "answers"),
+    ("011-unknown-next-to-valid", "R11", "129-both-need-approval-one-rejected", "answers"),
     # R13: 017 is 016 with two more failing rounds (the count, not the error text)
     ("017-three-failing-rounds", "R13", "016-tool-error", "failing_rounds"),
     ("017-three-failing-rounds", "R13", "124-r13-three-rounds-that-return", "tool_outcome"),
