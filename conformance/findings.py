@@ -743,6 +743,11 @@ CASE_EVIDENCE = {
         f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
         "approved calls' results before the denied calls', so call_2's result comes before "
         "call_1's rejection (R4: in call order)",
+    ("LangChain (HumanInTheLoopMiddleware)", "128-two-approvals-both-approved"):
+        f"langchain/agents/factory.py:2032 ({LC}): the approved calls go to the tool node as "
+        f"one `Send` task each, run on the executor's threads (langgraph/pregel/_runner.py:"
+        f"265-267, {LG}): they execute in no fixed order (R4: in call order), so the verdict "
+        "varies between runs",
     ("LangChain (HumanInTheLoopMiddleware)", "120-shape-name-pieces-that-repeat"):
         f"langchain_core/utils/_merge.py:64 ({LC_CORE}): name strings of one index are always "
         "concatenated: `byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered "

@@ -334,9 +334,10 @@ def test_updates_of_different_calls_may_come_in_either_order_but_approvals_in_ca
 
 
 def test_the_same_executions_in_another_order_break_r2_whatever_the_case_is_about():
-    """SPEC R2: calls that need no approval are executed "in the order the model gave";
-    the same executions in another order (parallel tool tasks) break R2, while another
-    call run, or one too many, is the case's own rule's difference."""
+    """SPEC R2: calls that need no approval are executed "in the order the model gave",
+    and R4's approved calls "in call order"; the same executions in another order
+    (parallel tool tasks) break R2, or R4 in a turn that answers, while another call
+    run, or one too many, is the case's own rule's difference."""
     from conformance.runner import check_turn
     weather = {"tool": "get_weather", "arguments": {"city": "Paris"}}
     time = {"tool": "get_time", "arguments": {"city": "Rome"}}
@@ -347,6 +348,8 @@ def test_the_same_executions_in_another_order_break_r2_whatever_the_case_is_abou
     [other], _ = check_turn(expect, {"executions": [time, time]}, [])
     [extra], _ = check_turn(expect, {"executions": [weather, time, weather]}, [])
     assert other.rule is None and extra.rule is None
+    [answered], _ = check_turn(expect, {"executions": [time, weather]}, [], resume=True)
+    assert answered.rule == "R4"
 
 
 def test_system_messages_compare_as_one_text_and_refusal_as_content():
