@@ -53,6 +53,10 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
     "sibling": ("the sibling needing no approval (and no answer) where the base's needs one "
                 "and is rejected", (r"tools\[\d+\]\.requires_approval",
                                     _ANSWER + "(approved|call_id)")),
+    "sibling_again": ("the sibling needing no approval where the base's needs one: there it is "
+                      "rejected by an answer, and approved in a third turn when called again",
+                      (r"tools\[\d+\]\.requires_approval", _ANSWER + "(approved|call_id)",
+                       r"turns\[1\]\.model_calls\[1\]", r"turns\[2\]\..+")),
     "tool_outcome": ("the tool raising where the base's returns", (r"tools\[\d+\]\.behaviour\..+",)),
     "fails": ("the later model call failing (a 400) where the base's answers", (_MODEL,)),
     "fails_and_continues": ("the later model call failing, and a turn that continues after it",
@@ -94,8 +98,11 @@ VARIANTS = [
     ("007-mixed-batch-sibling", "R5", "129-both-need-approval-one-rejected", "sibling"),
     ("048-r5-without-a-session", "R5", "007-mixed-batch-sibling", "session"),
     ("031-sibling-called-again", "R5", "007-mixed-batch-sibling", "called_again"),
-    # R6: 022 is 003 with a user message next to the answer
+    ("031-sibling-called-again", "R5", "133-rejected-call-called-again-and-approved",
+     "sibling_again"),
+    # R6: 022 is 003 (and 134, its inputs under R4) with a user message next to the answer
     ("022-new-input-with-approvals", "R6", "003-reject-without-reason", "new_input"),
+    ("022-new-input-with-approvals", "R6", "134-r4-resume-with-a-rejection", "new_input"),
     # R11, R12: 012 is 001 answered once more; 013 answers a session 001's way unpaused
     ("012-already-answered", "R11", "001-approve", "answered_again"),
     ("012-already-answered", "R12", "001-approve", "answered_again"),
@@ -123,7 +130,10 @@ VARIANTS = [
     ("030-content-filter", "R9", "127-stop-finish-once-last", "finish"),
     # R14: the same tool and turn, the model's call differing in what R14 refuses
     ("018-unknown-tool", "R14", "037-echo-canonical-json", "call"),
+    ("019-invalid-json-arguments", "R14", "135-arguments-an-object", "call"),
     ("019-invalid-json-arguments", "R14", "036-empty-arguments-mean-empty-object", "call"),
+    ("039-arguments-not-an-object", "R14", "135-arguments-an-object", "call"),
+    ("024-length-with-tool-calls", "R14", "130-r10-tool-then-answer", "length"),
     ("019-invalid-json-arguments", "R14", "039-arguments-not-an-object", "call"),
     ("039-arguments-not-an-object", "R14", "036-empty-arguments-mean-empty-object", "call"),
     ("039-arguments-not-an-object", "R14", "019-invalid-json-arguments", "call"),
@@ -180,6 +190,7 @@ VARIANTS = [
      "stream"),
     ("122-shape-repeating-names-whole", "SPEC §6", "120-shape-name-pieces-that-repeat",
      "stream"),
+    ("036-empty-arguments-mean-empty-object", "SPEC §6", "135-arguments-an-object", "call"),
     ("036-empty-arguments-mean-empty-object", "SPEC §6", "039-arguments-not-an-object", "call"),
     ("036-empty-arguments-mean-empty-object", "SPEC §6", "019-invalid-json-arguments", "call"),
 ]
