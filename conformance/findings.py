@@ -57,6 +57,8 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
                       "rejected by an answer, and approved in a third turn when called again",
                       (r"tools\[\d+\]\.requires_approval", _ANSWER + "(approved|call_id)",
                        r"turns\[1\]\.model_calls\[1\]", r"turns\[2\]\..+")),
+    "call_order": ("the order of the model's two calls: the approved one second, where the "
+                   "base's is first", (_MODEL,)),
     "tool_outcome": ("the tool raising where the base's returns", (r"tools\[\d+\]\.behaviour\..+",)),
     "fails": ("the later model call failing (a 400) where the base's answers", (_MODEL,)),
     "fails_and_continues": ("the later model call failing, and a turn that continues after it",
@@ -127,6 +129,10 @@ VARIANTS = [
     # R4: 128 is 006 with call_b approved too; R9: 127 is 030 finishing `stop`
     ("006-two-approvals-one-each", "R4", "128-two-approvals-both-approved", "answer"),
     ("128-two-approvals-both-approved", "R4", "006-two-approvals-one-each", "approval"),
+    ("129-both-need-approval-one-rejected", "R4", "136-approved-call-first-one-rejected",
+     "call_order"),
+    ("133-rejected-call-called-again-and-approved", "R4",
+     "137-approved-call-first-rejected-called-again", "call_order"),
     ("030-content-filter", "R9", "127-stop-finish-once-last", "finish"),
     # R14: the same tool and turn, the model's call differing in what R14 refuses
     ("018-unknown-tool", "R14", "037-echo-canonical-json", "call"),
@@ -751,6 +757,10 @@ CASE_EVIDENCE = {
         "results, then the denied calls' (1657, 1695): results follow the answers, not the "
         "calls (R4: in call order). 006 passes only because its approved call is the first",
     ("Vercel AI SDK", "129-both-need-approval-one-rejected"):
+        f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
+        "approved calls' results before the denied calls', so call_2's result comes before "
+        "call_1's rejection (R4: in call order)",
+    ("Vercel AI SDK", "133-rejected-call-called-again-and-approved"):
         f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
         "approved calls' results before the denied calls', so call_2's result comes before "
         "call_1's rejection (R4: in call order)",
