@@ -186,10 +186,6 @@ VARIANTS = [
     ("119-shape-header-without-index", "SPEC §6", "132-shape-call-after-text", "stream"),
     ("132-shape-call-after-text", "SPEC §6", "117-shape-stop-then-call", "stream"),
     ("119-shape-header-without-index", "SPEC §6", "117-shape-stop-then-call", "stream"),
-    ("117-shape-stop-then-call", "R2", "132-shape-call-after-text", "stream"),
-    ("117-shape-stop-then-call", "R2", "119-shape-header-without-index", "stream"),
-    ("119-shape-header-without-index", "R2", "132-shape-call-after-text", "stream"),
-    ("119-shape-header-without-index", "R2", "117-shape-stop-then-call", "stream"),
     ("118-shape-name-in-pieces", "SPEC §6", "121-shape-names-whole", "stream"),
     ("121-shape-names-whole", "SPEC §6", "118-shape-name-in-pieces", "stream"),
     ("120-shape-name-pieces-that-repeat", "SPEC §6", "122-shape-repeating-names-whole",
@@ -265,7 +261,6 @@ _ADK_WRAPS = (f"google/adk/flows/llm_flows/tools/_caller.py:63-67 ({ADK}) "
               "parameter sends a result bare (a callback's or a tool's own answer is a dict too)")
 # what the pinned packages bring in (package-lock.json; pip's resolution of requirements.txt)
 AI_UTILS, LG_PREBUILT = "@ai-sdk/provider-utils 4.0.66", "langgraph-prebuilt 1.1.3"
-LG = "langgraph 1.2.24"
 # requirements-strands.txt, and the openai client pip resolves for it (its openai extra: <3)
 STRANDS, STRANDS_OPENAI = "strands-agents 1.62.0", "openai 2.54.0"
 
@@ -446,12 +441,6 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         f"({LC_CORE}) builds a streamed call's arguments with `parse_partial_json`, so cut-off "
         "JSON (`{\"text\": \"unterminated`) is completed and run (019), and calls cut off by "
         "`length` are executed (024)",
-    ("LangChain (HumanInTheLoopMiddleware)", "R2"):
-        f"langchain/agents/factory.py:2032 ({LC}): each pending call goes to the tool node as "
-        f"a `Send` task of its own, and langgraph/pregel/_runner.py:206, 265-267 ({LG}) runs "
-        "the tasks of a step on the executor's threads when there is more than one: two calls "
-        "that need no approval run in no fixed order (R2: in the order the model gave), so "
-        "the verdict varies between runs (121: 1 failure in 6; no setting runs them in turn)",
     ("LangChain (HumanInTheLoopMiddleware)", "R4"):
         f"human_in_the_loop.py:861-863 ({LC}): the rejections' `ToolMessage`s are returned "
         "right after the AI message (`[last_ai_msg, *artificial_tool_messages]`) and the "
@@ -764,11 +753,6 @@ CASE_EVIDENCE = {
         f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
         "approved calls' results before the denied calls', so call_2's result comes before "
         "call_1's rejection (R4: in call order)",
-    ("LangChain (HumanInTheLoopMiddleware)", "128-two-approvals-both-approved"):
-        f"langchain/agents/factory.py:2032 ({LC}): the approved calls go to the tool node as "
-        f"one `Send` task each, run on the executor's threads (langgraph/pregel/_runner.py:"
-        f"265-267, {LG}): they execute in no fixed order (R4: in call order), so the verdict "
-        "varies between runs",
     ("LangChain (HumanInTheLoopMiddleware)", "120-shape-name-pieces-that-repeat"):
         f"langchain_core/utils/_merge.py:64 ({LC_CORE}): name strings of one index are always "
         "concatenated: `byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered "

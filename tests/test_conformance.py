@@ -333,23 +333,18 @@ def test_updates_of_different_calls_may_come_in_either_order_but_approvals_in_ca
     assert "updates[4].call_id" in problem
 
 
-def test_the_same_executions_in_another_order_break_r2_whatever_the_case_is_about():
-    """SPEC R2: calls that need no approval are executed "in the order the model gave",
-    and R4's approved calls "in call order"; the same executions in another order
-    (parallel tool tasks) break R2, or R4 in a turn that answers, while another call
-    run, or one too many, is the case's own rule's difference."""
+def test_executions_compare_in_any_order_but_not_another_call_or_one_more():
+    """SPEC §8: "a case that passes or fails by chance (tools run in parallel) is a
+    defect of the case", so a turn's executions compare in any order (LangChain runs
+    each call as a parallel task); another call run, or one too many, still differs."""
     from conformance.runner import check_turn
     weather = {"tool": "get_weather", "arguments": {"city": "Paris"}}
     time = {"tool": "get_time", "arguments": {"city": "Rome"}}
     expect = {"executions": [weather, time]}
-    assert check_turn(expect, {"executions": [weather, time]}, []) == ([], [])
-    [swapped], _ = check_turn(expect, {"executions": [time, weather]}, [])
-    assert swapped.rule == "R2" and swapped.startswith("executions[0].tool: expected ")
+    assert check_turn(expect, {"executions": [time, weather]}, []) == ([], [])
     [other], _ = check_turn(expect, {"executions": [time, time]}, [])
     [extra], _ = check_turn(expect, {"executions": [weather, time, weather]}, [])
-    assert other.rule is None and extra.rule is None
-    [answered], _ = check_turn(expect, {"executions": [time, weather]}, [], resume=True)
-    assert answered.rule == "R4"
+    assert other.startswith("executions[0].tool: ") and extra.startswith("executions: 3 items")
 
 
 def test_system_messages_compare_as_one_text_and_refusal_as_content():

@@ -264,3 +264,17 @@ def test_a_request_that_differs_outside_every_aspect_is_refused_under_the_cases_
     [outcome] = run(SkipsTheHistory, "025-failed-first-call").values()
     assert (outcome.status, outcome.broke) == ("fail", "R10")
     assert outcome.detail.startswith("turn 2, model call 1 (request 2 of the case): messages")
+
+
+def test_the_readme_names_every_case_that_compares_the_system_text_and_the_wrapping():
+    """conformance/README.md, "What a case compares": the cases listed as comparing the
+    system text (R1) and a result's wrapping (R2) exactly are the core cases of that rule,
+    so a case about a stream shape is not also judged on a framework's wrapping."""
+    import re
+    from pathlib import Path
+    readme = (Path(__file__).parents[1] / "conformance" / "README.md").read_text("utf-8")
+    core = [c for c in load_cases() if c.get("suite", "core") == "core"]
+    for aspect, rule in (("the system message's text", "R1"), ("a tool result's wrapping", "R2")):
+        listed = re.search(rf"\| {re.escape(aspect)} \| {rule}'s cases \(([\d, ]+)\)", readme)
+        assert listed, aspect
+        assert listed.group(1).split(", ") == [c["id"][:3] for c in core if rule in c["rules"]]
