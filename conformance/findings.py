@@ -59,6 +59,8 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
                        r"turns\[1\]\.model_calls\[1\]", r"turns\[2\]\..+")),
     "call_order": ("the order of the model's two calls: the approved one second, where the "
                    "base's is first", (_MODEL,)),
+    "call_order_first": ("the order of the model's two calls: the approved one first, where "
+                         "the base's is second", (_MODEL,)),
     "tool_outcome": ("the tool raising where the base's returns", (r"tools\[\d+\]\.behaviour\..+",)),
     "fails": ("the later model call failing (a 400) where the base's answers", (_MODEL,)),
     "fails_and_continues": ("the later model call failing, and a turn that continues after it",
@@ -133,9 +135,14 @@ VARIANTS = [
      "call_order"),
     ("133-rejected-call-called-again-and-approved", "R4",
      "137-approved-call-first-rejected-called-again", "call_order"),
+    ("136-approved-call-first-one-rejected", "R4", "129-both-need-approval-one-rejected",
+     "call_order_first"),
+    ("137-approved-call-first-rejected-called-again", "R4",
+     "133-rejected-call-called-again-and-approved", "call_order_first"),
     ("030-content-filter", "R9", "127-stop-finish-once-last", "finish"),
     # R14: the same tool and turn, the model's call differing in what R14 refuses
     ("018-unknown-tool", "R14", "037-echo-canonical-json", "call"),
+    ("018-unknown-tool", "R14", "138-r14-offered-tool-runs", "call"),
     ("019-invalid-json-arguments", "R14", "135-arguments-an-object", "call"),
     ("019-invalid-json-arguments", "R14", "036-empty-arguments-mean-empty-object", "call"),
     ("039-arguments-not-an-object", "R14", "135-arguments-an-object", "call"),
