@@ -266,6 +266,10 @@ _ADK_WRAPS = (f"google/adk/flows/llm_flows/tools/_caller.py:63-67 ({ADK}) "
               "`{'result': <value>}`, and google/adk/models/lite_llm.py:1608-1615 sends a dict "
               "response as its JSON text: the model gets `{\"result\": \"42\"}`, not `42`; no "
               "parameter sends a result bare (a callback's or a tool's own answer is a dict too)")
+# the Vercel AI SDK's tool message after a resume (129 and 133: call_1 rejected, call_2 run)
+_AI_DENIED_LAST = (f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message "
+                   "lists the approved calls' results before the denied calls', so call_2's "
+                   "result comes before call_1's rejection (R4: in call order)")
 # what the pinned packages bring in (package-lock.json; pip's resolution of requirements.txt)
 AI_UTILS, LG_PREBUILT = "@ai-sdk/provider-utils 4.0.66", "langgraph-prebuilt 1.1.3"
 # requirements-strands.txt, and the openai client pip resolves for it (its openai extra: <3)
@@ -669,8 +673,9 @@ CASE_EVIDENCE = {
         "dropped (only the non-streamed message keeps it in `additional_kwargs`, line 253)",
     # SPEC §6, fourth batch: a name in pieces (118: `get_wea`, `ther` on call_1; call_2's
     # `get_time` re-sent in full) and a header without `index` (119). 121 is 118 with every
-    # name sent whole and once, 117 is 119's call with `index: 0` on its header: their
-    # variants; 103 (a name re-sent in full) tells a failed 118's two causes apart.
+    # name sent whole and once, 132 is 119's turn in the plain shape (and 117 its call with
+    # `index: 0` after an early stop): their variants; 103 (a name re-sent in full) tells a
+    # failed 118's two causes apart.
     ("Microsoft Agent Framework", "118-shape-name-in-pieces"):
         f"agent_framework/_types.py:2092 ({MAF}) `_add_function_call_content`: the merged "
         "name is `self_name or other_name`, the first non-empty piece, so `ther` is dropped "
@@ -752,14 +757,8 @@ CASE_EVIDENCE = {
         "`Promise.all`, adding each result as it finishes; the tool message lists those "
         "results, then the denied calls' (1657, 1695): results follow the answers, not the "
         "calls (R4: in call order). 006 passes only because its approved call is the first",
-    ("Vercel AI SDK", "129-both-need-approval-one-rejected"):
-        f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
-        "approved calls' results before the denied calls', so call_2's result comes before "
-        "call_1's rejection (R4: in call order)",
-    ("Vercel AI SDK", "133-rejected-call-called-again-and-approved"):
-        f"ai/src/generate-text/stream-text.ts:1657, 1695 ({AI}): the tool message lists the "
-        "approved calls' results before the denied calls', so call_2's result comes before "
-        "call_1's rejection (R4: in call order)",
+    ("Vercel AI SDK", "129-both-need-approval-one-rejected"): _AI_DENIED_LAST,
+    ("Vercel AI SDK", "133-rejected-call-called-again-and-approved"): _AI_DENIED_LAST,
     ("LangChain (HumanInTheLoopMiddleware)", "120-shape-name-pieces-that-repeat"):
         f"langchain_core/utils/_merge.py:64 ({LC_CORE}): name strings of one index are always "
         "concatenated: `byebye` is right, call_2's `say`, `say` becomes `saysay`; the offered "

@@ -345,6 +345,14 @@ def test_executions_compare_in_any_order_but_not_another_call_or_one_more():
     [other], _ = check_turn(expect, {"executions": [time, time]}, [])
     [extra], _ = check_turn(expect, {"executions": [weather, time, weather]}, [])
     assert other.startswith("executions[0].tool: ") and extra.startswith("executions: 3 items")
+    # in any order, by the same rules as in order: numbers by value, booleans apart
+    count = {"tool": "count", "arguments": {"n": 1}}
+    expect = {"executions": [count, weather]}
+    assert check_turn(expect, {"executions": [weather, {**count, "arguments": {"n": 1.0}}]},
+                      []) == ([], [])
+    [boolean], _ = check_turn(expect, {"executions": [weather, {**count, "arguments": {"n": True}}]},
+                              [])
+    assert boolean.startswith("executions[0].tool: ")
 
 
 def test_system_messages_compare_as_one_text_and_refusal_as_content():
