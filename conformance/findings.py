@@ -61,6 +61,7 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
                    "base's is first", (_MODEL,)),
     "call_order_first": ("the order of the model's two calls: the approved one first, where "
                          "the base's is second", (_MODEL,)),
+    "calls_swapped": ("the order of the model's two calls", (_MODEL,)),
     "tool_outcome": ("the tool raising where the base's returns", (r"tools\[\d+\]\.behaviour\..+",)),
     "fails": ("the later model call failing (a 400) where the base's answers", (_MODEL,)),
     "fails_and_continues": ("the later model call failing, and a turn that continues after it",
@@ -104,6 +105,11 @@ VARIANTS = [
     ("031-sibling-called-again", "R5", "007-mixed-batch-sibling", "called_again"),
     ("031-sibling-called-again", "R5", "133-rejected-call-called-again-and-approved",
      "sibling_again"),
+    # and 007, 031 with the calls in the other order (139, 140) against 136, 137
+    ("139-sibling-second-in-the-batch", "R5", "136-approved-call-first-one-rejected", "sibling"),
+    ("140-sibling-second-called-again", "R5",
+     "137-approved-call-first-rejected-called-again", "sibling_again"),
+    ("140-sibling-second-called-again", "R5", "139-sibling-second-in-the-batch", "called_again"),
     # R6: 022 is 003 (and 134, its inputs under R4) with a user message next to the answer
     ("022-new-input-with-approvals", "R6", "003-reject-without-reason", "new_input"),
     ("022-new-input-with-approvals", "R6", "134-r4-resume-with-a-rejection", "new_input"),
@@ -205,13 +211,24 @@ VARIANTS = [
 ]
 
 
+# A twin: the failing case with a change no rule of it reads (the order of the model's
+# two calls). Where every base of a case breaks another rule too (Vercel's result order
+# breaks 129 and 133 under R4), its twin shows the claim when the peer fails the twin for
+# the same rule and passes a base of the twin's (SPEC §8: "a variant of the case").
+TWINS = [  # (failing case, its twin, the point they differ in)
+    ("007-mixed-batch-sibling", "139-sibling-second-in-the-batch", "calls_swapped"),
+    ("031-sibling-called-again", "140-sibling-second-called-again", "calls_swapped"),
+]
+
+
 def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
             ) -> tuple[str, str]:
     """The variant a claim about ``case_id`` breaking ``rule`` shows, given the peer's
     ``status`` per case (and the rule each failing case ``broke``): ``("isolated",
-    text)`` for the first base of its rows that the peer passes, ``("not isolated",
-    text)`` when it passes none of them, ``("no case", text)`` when no case differs from
-    it in that rule only (SPEC §8)."""
+    text)`` for the first base of its rows that the peer passes, or else for a twin
+    (``TWINS``) that fails for the same rule and has a base the peer passes; ``("not
+    isolated", text)`` when there is neither; ``("no case", text)`` when no case differs
+    from it in that rule only (SPEC §8)."""
     bases = [(base, point) for case, r, base, point in VARIANTS if (case, r) == (case_id, rule)]
     if not bases:
         return "no case", f"no case differs from `{case_id}` in {rule} only"
@@ -220,6 +237,12 @@ def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
             return "isolated", (f"`{base}` passes, `{case_id}` fails; they differ only in "
                                 f"{POINTS[point][0]}")
     why = broke or {}
+    for case, twin, point in TWINS:
+        if case == case_id and status.get(twin) == "fail" and why.get(twin) == rule:
+            found, text = variant(twin, rule, status, broke)
+            if found == "isolated":
+                return "isolated", (f"{text}; `{twin}` is `{case_id}` with "
+                                    f"{POINTS[point][0]} changed, which {rule} does not read")
     tried = ", ".join(f"`{base}` {status.get(base) or 'not run'}"
                       + (f" ({why[base]})" if why.get(base) else "") for base, _ in bases)
     return "not isolated", f"not isolated here: no base passes ({tried})"

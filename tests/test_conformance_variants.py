@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from conformance.findings import POINTS, VARIANTS, variant
+from conformance.findings import POINTS, TWINS, VARIANTS, variant
 from conformance.loader import load_cases
 
 CASES = {case["id"]: case for case in load_cases()}
@@ -77,6 +77,16 @@ def test_a_variant_pair_differs_in_its_point_only(case_id, rule, base, point):
     assert outside(point, paths) == [], (base, case_id, point)
 
 
+@pytest.mark.parametrize("case_id, twin, point", TWINS, ids=[t[:3] for _, t, _ in TWINS])
+def test_a_twin_differs_from_its_case_in_its_point_only(case_id, twin, point):
+    """A twin is its case with a change none of the case's rules reads: the same rules,
+    inputs that differ only where the point says, and a variant pair of its own."""
+    assert CASES[twin]["rules"] == CASES[case_id]["rules"]
+    paths = differing(case_id, twin)
+    assert paths and outside(point, paths) == [], (case_id, twin, point)
+    assert any(c == twin for c, _, _, _ in VARIANTS)
+
+
 def test_the_check_refuses_a_pair_that_differs_beyond_its_point():
     """004 (blank reason) is not 001 (approval) with another reason: the answer's
     decision and the model's reply differ too; 003 and 005 differ in the reason being
@@ -107,6 +117,28 @@ def test_a_claim_names_the_first_base_the_peer_passes():
         "(R7), `004-reject-blank-reason` fail, `001-approve` skip)")
     assert variant("045-instructions-are-the-system-message", "R1", {"001-approve": "pass"}) == (
         "no case", "no case differs from `045-instructions-are-the-system-message` in R1 only")
+
+
+def test_a_claim_whose_bases_all_fail_is_shown_by_its_twin_failing_for_the_same_rule():
+    """Vercel's case: 007's bases fail for R4 (129) or skip (048); its twin 139, the calls
+    in the other order, fails for R5 and its base 136 passes. A twin that passes, or
+    fails for another rule, shows nothing."""
+    status = {"007-mixed-batch-sibling": "fail", "048-r5-without-a-session": "skip",
+              "129-both-need-approval-one-rejected": "fail",
+              "139-sibling-second-in-the-batch": "fail",
+              "136-approved-call-first-one-rejected": "pass"}
+    broke = {"007-mixed-batch-sibling": "R5", "129-both-need-approval-one-rejected": "R4",
+             "139-sibling-second-in-the-batch": "R5"}
+    assert variant("007-mixed-batch-sibling", "R5", status, broke) == (
+        "isolated", "`136-approved-call-first-one-rejected` passes, "
+        "`139-sibling-second-in-the-batch` fails; they differ only in the sibling needing no "
+        "approval (and no answer) where the base's needs one and is rejected; "
+        "`139-sibling-second-in-the-batch` is `007-mixed-batch-sibling` with the order of the "
+        "model's two calls changed, which R5 does not read")
+    for twin_status, twin_broke in (("pass", None), ("fail", "R4")):
+        status["139-sibling-second-in-the-batch"] = twin_status
+        broke["139-sibling-second-in-the-batch"] = twin_broke
+        assert variant("007-mixed-batch-sibling", "R5", status, broke)[0] == "not isolated"
 
 
 def test_every_stream_shape_case_has_a_base_with_the_same_turns():
