@@ -67,10 +67,13 @@ def text_kind(expected) -> str:
 def loosen(expected, exact: frozenset):
     """An expected tool result in its loose form where ``exact`` lacks its aspect:
     a SPEC text becomes ``{"$text": aspect}`` (any string), a tool's own result
-    ``{"$result": value}`` (the value, or an object of one member holding it)."""
+    ``{"$result": value}`` (the value, or an object of one member holding it). A SPEC
+    text its rule's case compares exactly may still come wrapped, unless the case is
+    R2's too: the wrapping is R2's aspect, not R7's, R13's or R14's (SPEC §8)."""
     kind = text_kind(expected)
     if kind in exact:
-        return expected
+        wrapping_loose = kind != "result_wrapping" and "result_wrapping" not in exact
+        return {"$result": expected} if wrapping_loose else expected
     return {"$result": expected} if kind == "result_wrapping" else {"$text": kind}
 
 
@@ -105,10 +108,19 @@ def matches_loosely(marker: dict, actual) -> bool:
     if "$text" in marker:
         return isinstance(actual, str)
     value = marker["$result"]
-    if actual == value:
+    if _same(value, actual):
         return True
     try:
         wrapped = json.loads(actual) if isinstance(actual, str) else actual
     except ValueError:
         return False
-    return isinstance(wrapped, dict) and list(wrapped.values()) == [value]
+    return isinstance(wrapped, dict) and len(wrapped) == 1 and _same(
+        value, next(iter(wrapped.values())))
+
+
+def _same(value, actual) -> bool:
+    """``actual`` is ``value``, or starts with it where the case gives a ``$prefix``
+    (R14's answer to unparsable arguments)."""
+    if isinstance(value, dict) and set(value) == {"$prefix"}:
+        return isinstance(actual, str) and actual.startswith(value["$prefix"])
+    return actual == value

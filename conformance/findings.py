@@ -76,7 +76,7 @@ POINTS = {  # point -> (what the failing case changes, the input paths that may 
 # case and rule that the peer passes. A (case, rule) with no row has no case that differs
 # from it in that rule only, and PEERS.md says so: R2's wrapping is on every tool result
 # and text a framework adds to the system message on every request, so R2's and R1's
-# cases (015, 021, 036, 037; 045) have no twin without them.
+# cases (015, 021, 037; 045) have no twin without them.
 VARIANTS = [
     # R7: the rejection cases differ from each other in the reason only; 001 approves
     ("002-reject-with-reason", "R7", "038-reason-kept-exactly", "reason"),
@@ -248,7 +248,8 @@ def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
     return "not isolated", f"not isolated here: no base passes ({tried})"
 
 
-_EXPECTED = re.compile(r'expected (?:text starting with )?"((?:[^"\\]|\\.)*)", got (.*)$')
+_EXPECTED = re.compile(r'expected (?:text starting with )?"((?:[^"\\]|\\.)*)"'
+                       r'(?: \(or an object of one member holding it\))?, got (.*)$')
 
 
 def rule_broken(case_id: str, rules, detail: str) -> str:

@@ -195,10 +195,12 @@ def _first_difference(expected, actual, where: str) -> str | None:
     if isinstance(expected, dict) and set(expected) in ({"$text"}, {"$result"}):
         if matches_loosely(expected, actual):
             return None
+        value = expected.get("$result")
         wanted = (f"a text ({expected['$text']} is compared only by its rule's cases)"
                   if "$text" in expected else
-                  f"{json.dumps(expected['$result'])[:160]} (or an object of one member "
-                  "holding it)")
+                  f"text starting with {json.dumps(value['$prefix'])[:160]} (or an object of "
+                  "one member holding it)" if isinstance(value, dict) else
+                  f"{json.dumps(value)[:160]} (or an object of one member holding it)")
         return f"{where}: expected {wanted}, got {json.dumps(actual)[:160]}"
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key in expected:

@@ -116,6 +116,45 @@ def test_a_wrapped_result_fails_only_the_cases_about_results(results_wrapped):
         "015-tool-loop": ("fail", "R2"), "037-echo-canonical-json": ("fail", "R2")}
 
 
+@pytest.fixture
+def every_answer_wrapped(monkeypatch):
+    """Google ADK answers every call with a dict, a tool's error and the unknown-tool
+    answer too: the model gets {"result": "Error: ValueError: disk on fire"}."""
+    import agentflow.function_invoking as invoking
+    run_tool = invoking.run_tool
+
+    def wrapped(*args, **kwargs):
+        outcome = run_tool(*args, **kwargs)
+        return outcome._replace(text=json.dumps({"result": outcome.text}))
+    monkeypatch.setattr(invoking, "run_tool", wrapped)
+
+
+def test_a_wrapped_error_text_is_r2s_to_judge_not_r13s_or_r14s(every_answer_wrapped):
+    """SPEC §8: the wrapping is compared only by R2's cases. R13's and R14's cases compare
+    the text exactly, whether it comes bare or as the one member of an object."""
+    outcomes = run(InProcess, "016-tool-error", "018-unknown-tool",
+                   "019-invalid-json-arguments", "123-r13-tool-returns", "015-tool-loop")
+    assert verdicts(outcomes) == {
+        "016-tool-error": ("pass", ""), "018-unknown-tool": ("pass", ""),
+        "019-invalid-json-arguments": ("pass", ""), "123-r13-tool-returns": ("pass", ""),
+        "015-tool-loop": ("fail", "R2")}
+
+
+def test_a_wrapped_error_text_that_differs_still_breaks_r13(monkeypatch):
+    import agentflow.function_invoking as invoking
+    run_tool = invoking.run_tool
+
+    def wrapped(*args, **kwargs):
+        outcome = run_tool(*args, **kwargs)
+        return outcome._replace(text=json.dumps({"result": outcome.text.replace(
+            "ValueError: ", "")}))
+    monkeypatch.setattr(invoking, "run_tool", wrapped)
+    [outcome] = run(InProcess, "016-tool-error").values()
+    assert (outcome.status, outcome.broke) == ("fail", "R13")
+    assert 'expected "Error: ValueError: disk on fire" (or an object of one member ' \
+           'holding it), got "{\\"result\\": \\"Error: disk on fire\\"}"' in outcome.detail
+
+
 def test_a_loose_result_is_the_value_or_one_member_holding_it_nothing_else():
     def problems(content):
         history = [{"role": "tool", "tool_call_id": "c", "content": content}]
