@@ -211,13 +211,15 @@ VARIANTS = [
 ]
 
 
-# A twin: the failing case with a change no rule of it reads (the order of the model's
-# two calls). Where every base of a case breaks another rule too (Vercel's result order
-# breaks 129 and 133 under R4), its twin shows the claim when the peer fails the twin for
-# the same rule and passes a base of the twin's (SPEC §8: "a variant of the case").
-TWINS = [  # (failing case, its twin, the point they differ in)
+# A twin: the failing case with a change its rule does not read (the order of the model's
+# two calls; R5 "names no session and so holds with and without one"). Where every base of
+# a case breaks another rule too (Vercel's result order breaks 129 and 133 under R4), its
+# twin shows the claim when the peer fails the twin for the same rule and the twin's claim
+# is shown (SPEC §8: "a variant of the case"). The chain 048, 007, 139 ends at 136.
+TWINS = [  # (failing case, its twin, what the failing case changes)
     ("007-mixed-batch-sibling", "139-sibling-second-in-the-batch", "calls_swapped"),
     ("031-sibling-called-again", "140-sibling-second-called-again", "calls_swapped"),
+    ("048-r5-without-a-session", "007-mixed-batch-sibling", "session"),
 ]
 
 
@@ -241,8 +243,8 @@ def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
         if case == case_id and status.get(twin) == "fail" and why.get(twin) == rule:
             found, text = variant(twin, rule, status, broke)
             if found == "isolated":
-                return "isolated", (f"{text}; `{twin}` is `{case_id}` with "
-                                    f"{POINTS[point][0]} changed, which {rule} does not read")
+                return "isolated", (f"{text}; `{case_id}` differs from its twin `{twin}` "
+                                    f"only in {POINTS[point][0]}, which {rule} does not read")
     tried = ", ".join(f"`{base}` {status.get(base) or 'not run'}"
                       + (f" ({why[base]})" if why.get(base) else "") for base, _ in bases)
     return "not isolated", f"not isolated here: no base passes ({tried})"

@@ -133,12 +133,17 @@ def test_a_claim_whose_bases_all_fail_is_shown_by_its_twin_failing_for_the_same_
         "isolated", "`136-approved-call-first-one-rejected` passes, "
         "`139-sibling-second-in-the-batch` fails; they differ only in the sibling needing no "
         "approval (and no answer) where the base's needs one and is rejected; "
-        "`139-sibling-second-in-the-batch` is `007-mixed-batch-sibling` with the order of the "
-        "model's two calls changed, which R5 does not read")
+        "`007-mixed-batch-sibling` differs from its twin `139-sibling-second-in-the-batch` "
+        "only in the order of the model's two calls, which R5 does not read")
+    status["048-r5-without-a-session"], broke["048-r5-without-a-session"] = "fail", "R5"
+    assert variant("048-r5-without-a-session", "R5", status, broke)[1].endswith(
+        "; `048-r5-without-a-session` differs from its twin `007-mixed-batch-sibling` only "
+        "in being run without a session, which R5 does not read")
     for twin_status, twin_broke in (("pass", None), ("fail", "R4")):
         status["139-sibling-second-in-the-batch"] = twin_status
         broke["139-sibling-second-in-the-batch"] = twin_broke
         assert variant("007-mixed-batch-sibling", "R5", status, broke)[0] == "not isolated"
+        assert variant("048-r5-without-a-session", "R5", status, broke)[0] == "not isolated"
 
 
 def test_every_stream_shape_case_has_a_base_with_the_same_turns():

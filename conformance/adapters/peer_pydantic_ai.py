@@ -122,8 +122,10 @@ class PydanticAI(Peer):
                            capabilities=[_hooks(providers)])
         self.agent.instrument = False
         self.messages: list = []
+        # the agent keeps no session: every case is already run without one, the
+        # message list carried from run to run (README, "A run without a session")
         return {"type": "ready", "implementation": VERSION, "suites": ["core"],
-                "derives": ["tool_call_end", "finish"],
+                "derives": ["tool_call_end", "finish"], "can": ["no_session"],
                 "configured": ["rejection text: ToolDenied(message=...)",
                                "tool errors: Hooks(tool_execute_error=...) returns "
                                "'Error: <type>: <message>' as the call's result",

@@ -58,6 +58,9 @@ function setup(message) {
   send({
     type: "ready", implementation: VERSION, suites: ["core"],
     derives: ["index"],
+    // the SDK keeps no session: every case is already run without one, the ModelMessage[]
+    // carried from run to run (README, "A run without a session")
+    can: ["no_session"],
     configured: [
       "max_rounds: stopWhen: stepCountIs(max_rounds), 40 when the case gives none (the SDK's default is one step)",
       "context providers: prepareStep returns the system text and the provider messages before the history",
