@@ -284,6 +284,7 @@ OAI_AGENTS, OPENAI = "openai-agents 0.24.0", "openai 3.57.0"
 PYD = "pydantic-ai-slim 2.68.0"
 AI, AI_OPENAI = "ai 6.0.325", "@ai-sdk/openai 3.0.141"
 LC, LC_OPENAI, LC_CORE = "langchain 1.5.2", "langchain-openai 1.7.4", "langchain-core 1.8.3"
+LG = "langgraph 1.2.24"
 ADK, LITELLM, ADK_OPENAI = "google-adk 2.13.0", "litellm 1.106.2", "openai 2.54.0"  # requirements-adk.txt
 
 # Google ADK sends every tool result as JSON text of a dict (SPEC R2's wrapping aspect)
@@ -374,9 +375,11 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "without checking it against the pending interruptions: unknown, repeated and "
         "answered ids are accepted and the run goes on",
     ("OpenAI Agents SDK", "R13"):
-        f"agents ({OAI_AGENTS}): `failure_error_function` formats each failure; nothing counts "
-        "consecutive failing rounds or switches `tool_choice` to `none` (ModelSettings."
-        "tool_choice is fixed per run, `reset_tool_choice` only resets after a tool call)",
+        f"agents/tool.py:2094-2106 ({OAI_AGENTS}): `failure_error_function` formats each "
+        "failing call alone; nothing counts consecutive failing rounds or switches "
+        "`tool_choice` to `none`: run_internal/tool_execution.py:562-570 "
+        "`maybe_reset_tool_choice` only clears a forced choice after a tool was used, and "
+        "run_loop.py:2516-2517 reads the same `ModelSettings` every turn",
     ("OpenAI Agents SDK", "R10"):
         f"agents/run_internal/run_loop.py:2576 ({OAI_AGENTS}) `_persist_stream_input_if_"
         "needed` saves the run's input to the `Session` before the model's stream is read "
@@ -416,17 +419,21 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "joins the text parts of list `content` and keeps the others (a `thinking` part) as "
         "unmapped data, not reasoning",
     ("Vercel AI SDK", "R12"):
-        "ai/src/generate-text/collect-tool-approvals.ts: an approval response is skipped "
-        "only when its call has a `tool-result` in the **last** message "
-        "(`for (const part of lastMessage.content)`), so a response re-sent after the result "
-        "was stored runs the call again (`rm -rf /` ran twice)",
+        f"ai/src/generate-text/collect-tool-approvals.ts:66-72, 91-93 ({AI}): an approval "
+        "response is skipped when its call has a `tool-result` in the **last** message "
+        "(`for (const part of lastMessage.content)`), and 103-110 skip a second response in "
+        "the same message; a result stored in an earlier message is not looked at, so a "
+        "response re-sent after the result was stored runs the call again (`rm -rf /` ran "
+        "twice)",
     ("Vercel AI SDK", "R7"):
         f"@ai-sdk/openai src/chat/convert-to-openai-chat-messages.ts:321 ({AI_OPENAI}): a "
         "denied call's content is `output.reason ?? \"Tool call execution denied.\"`: the "
         "reason is sent as it is, so the adapter sets it to SPEC R7's text",
     ("Vercel AI SDK", "R13 (error text)"):
-        "ai createToolModelOutput: a tool error is `getErrorMessage(error)`, the bare "
-        "`error.message` (@ai-sdk/provider getErrorMessage)",
+        f"ai/src/prompt/create-tool-model-output.ts:17-18 ({AI}): with `errorMode 'text'` "
+        "(stream-text.ts:1671 for a `tool-error`) a tool error is `getErrorMessage(error)`, "
+        "before `toModelOutput` is consulted; @ai-sdk/provider src/errors/get-error-message.ts:"
+        "10-11 (@ai-sdk/provider 3.0.19) makes it the bare `error.message`",
     ("Vercel AI SDK", "R4"):
         f"ai/src/generate-text/collect-tool-approvals.ts:30-32, 68 ({AI}) reads answers only "
         "from the last message; a call without an answer stays without a result and the "
@@ -444,10 +451,11 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         f"ai/src/generate-text/run-tools-transformation.ts:489 ({AI}): approval is decided "
         "per call, so a call that needs none runs in the step that pauses its sibling",
     ("Vercel AI SDK", "R11"):
-        f"ai/src/generate-text/collect-tool-approvals.ts:78 ({AI}): the approval responses of "
-        "the last message are collected as they are, one per part, with no check for an id "
-        "given twice; the first runs, and the prompt conversion then raises "
-        "`AI_MissingToolResultsError` after `rm -rf /` already ran",
+        f"ai/src/generate-text/collect-tool-approvals.ts:78, 103-110 ({AI}): of two "
+        "responses for one call only the first is collected and the second is skipped "
+        "silently, with no error; the first runs, and the prompt conversion then raises "
+        "`AI_MissingToolResultsError` (for the call left unanswered) after `rm -rf /` already "
+        "ran",
     ("Vercel AI SDK", "R14"):
         f"ai/src/error/no-such-tool-error.ts:16 ({AI}): an unknown tool's result is `Model "
         "tried to call unavailable tool '<name>'. Available tools: ...`; no parameter sets "
@@ -470,8 +478,9 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "(`decisions[decision_idx]`), checked only by count; a resume with no interrupt open "
         "is not checked against anything",
     ("LangChain (HumanInTheLoopMiddleware)", "R10"):
-        "the checkpointer saves the input with the first super-step, before the model call: "
-        "a failed first call leaves the user message in the thread",
+        f"langgraph/pregel/_loop.py:1151-1223 ({LG}) `_first` applies the input and saves "
+        "a `{\"source\": \"input\"}` checkpoint before the first node (the model call) runs: a "
+        "failed first call leaves the user message in the thread",
     ("LangChain (HumanInTheLoopMiddleware)", "R14"):
         "langgraph/prebuilt/tool_node.py:123 answers an unknown tool `Error: <name> is not a "
         "valid tool, try one of [...]`; langchain_core/messages/ai.py:557 "
@@ -485,12 +494,16 @@ EVIDENCE = {  # (peer, rule) -> the framework's source or documentation
         "an earlier approved call's (R4: in call order)",
     ("LangChain (HumanInTheLoopMiddleware)", "R13"):
         f"langchain/agents/middleware/ ({LC}): no middleware counts consecutive failing "
-        "rounds or makes a last call with `tool_choice=\"none\"`; ModelCallLimitMiddleware "
-        "only stops at a count of model calls",
+        "rounds or makes a last call with `tool_choice=\"none\"` (none sets `tool_choice`; "
+        "types.py:82-151 only declares the field); model_call_limit.py:186-208, 249-250 "
+        "stop at a count of model calls",
     ("LangChain (HumanInTheLoopMiddleware)", "R6"):
-        "langgraph `Command(resume=..., update={\"messages\": ...})`: the update is applied "
-        "to the state before the interrupted `after_model` resumes and appends the "
-        "rejections, so the new input lands between the tool-call message and its results",
+        f"langgraph/pregel/_io.py:74-78, _loop.py:1079-1114 ({LG}): `Command(resume=..., "
+        "update={\"messages\": ...})` writes the update to the state before the interrupted "
+        f"`after_model` runs again; it returns `[last_ai_msg, *rejections]` "
+        f"(human_in_the_loop.py:863, {LC}), and `add_messages` (graph/message.py:218-231) "
+        "keeps the AI message in place and appends the rejections after the new input: the "
+        "input lands between the tool-call message and its results",
 
     ("Strands Agents (BeforeToolCallEvent interrupts)", "R5"):
         f"strands/tools/executors/concurrent.py:54-72 ({STRANDS}): the default "
@@ -609,8 +622,10 @@ CASE_EVIDENCE = {
         f"pydantic_ai/_agent_graph.py:3910 ({PYD}): `finish_reason == 'length'` is looked at "
         "only when the response has no actionable output; its tool calls are executed",
     ("Pydantic AI", "039-arguments-not-an-object"):
-        f"pydantic_ai/_utils.py `run_in_executor` ({PYD}): a tool built by `Tool.from_schema` "
-        "is called as `function(**args)`; a JSON list raises `TypeError` out of the run",
+        f"pydantic_ai/tools.py:549 ({PYD}): a tool built by `Tool.from_schema` validates "
+        "with `any_schema()`, so a JSON list passes; _function_schema.py:92-100 calls it as "
+        "`function(**kwargs)` with the list, and the `TypeError` leaves the run "
+        "(tool_manager.py:1380-1391 catches only `ToolFailed` and `ModelRetry`)",
     ("Pydantic AI", "027-stream-cut"): _OPENAI_NO_DONE,
     ("Pydantic AI", "103-shape-header-resent"):
         f"pydantic_ai/messages.py:6955 ({PYD}): `tool_name = part.tool_name + "
@@ -903,12 +918,12 @@ CASE_NOTES = {
         "the model's stream is read"),
     ("LangChain (HumanInTheLoopMiddleware)", "111-shape-error-in-chunk"): (
         "R10", "the error is raised as SPEC §6 asks; the user message stays in the thread "
-        "because the checkpointer saves the input with the first super-step, before the "
-        "model call"),
+        f"because langgraph/pregel/_loop.py:1223 ({LG}) saves the input checkpoint before "
+        "the model call"),
     ("LangChain (HumanInTheLoopMiddleware)", "112-shape-event-error"): (
         "R10", "the error is raised as SPEC §6 asks; the user message stays in the thread "
-        "because the checkpointer saves the input with the first super-step, before the "
-        "model call"),
+        f"because langgraph/pregel/_loop.py:1223 ({LG}) saves the input checkpoint before "
+        "the model call"),
     ("LangChain (HumanInTheLoopMiddleware)", "006-two-approvals-one-each"): (
         "R4", f"human_in_the_loop.py:861-863 ({LC}): the rejections' `ToolMessage`s are "
         "returned right after the AI message and the approved calls run later in the tool "

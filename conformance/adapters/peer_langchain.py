@@ -101,15 +101,28 @@ class LangChain:
                     "with put / put_writes"],
                 "cannot": {
                     "unknown_call_ids": "HITLResponse.decisions are matched by position to "
-                                        "the interrupt's action_requests; a decision names "
-                                        "no call id",
-                    "duplicate_approvals": "HITLResponse.decisions are matched by position; "
-                                           "one decision per interrupted call",
+                                        "the interrupt's action_requests (human_in_the_loop."
+                                        "py:821-846); a decision names no call id. The "
+                                        "Human-in-the-loop guide (docs.langchain.com/oss/"
+                                        "python/langchain/human-in-the-loop): \"Decisions "
+                                        "must be provided in the same order as the actions "
+                                        "appear\". Measured in that documented default "
+                                        "(interrupt_mode='batched'); 'per_call' (only in the "
+                                        "class docstring, lines 410-417) keys answers by "
+                                        "interrupt id but pauses each call as it starts",
+                    "duplicate_approvals": "HITLResponse.decisions are matched by position "
+                                           "(human_in_the_loop.py:821-846; the Human-in-the-"
+                                           "loop guide, docs.langchain.com/oss/python/"
+                                           "langchain/human-in-the-loop): one decision per "
+                                           "interrupted call, in either interrupt_mode",
                     "resume_counts_a_round": "ModelCallLimitMiddleware's run_limit is the "
                                              "\"Maximum number of model calls allowed per "
                                              "run\" (langchain/agents/middleware/"
-                                             "model_call_limit.py:139): the resume's tool "
-                                             "step is no model call"}}
+                                             "model_call_limit.py:139; the Built-in "
+                                             "middleware guide, docs.langchain.com/oss/python/"
+                                             "langchain/middleware/built-in, \"Model call "
+                                             "limit\"): the resume's tool step is no model "
+                                             "call"}}
 
     def _agent(self, rounds: int):
         from langchain.agents.middleware import ModelCallLimitMiddleware

@@ -104,7 +104,7 @@ class MAF(Peer):
                     "rejected by user.')",
                     "call order: allow_concurrent_invocation=False",
                     "failing rounds: max_consecutive_errors_per_request=3"],
-                "cannot": {"resume_counts_a_round": "max_iterations \"Limits the number of LLM roundtrips\" (agent_framework/_tools.py:1878): running approved calls on resume is no roundtrip"}}
+                "cannot": {"resume_counts_a_round": "max_iterations \"Limits the number of LLM roundtrips\" (agent_framework/_tools.py:1878; the FunctionInvocationConfiguration reference and the \"Using function tools with human in the loop approvals\" guide, learn.microsoft.com/agent-framework/agents/tools/tool-approval, give no other limit): running approved calls on resume is no roundtrip"}}
 
     def _responses(self, approvals: list[dict]):
         from agent_framework import Content

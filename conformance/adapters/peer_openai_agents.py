@@ -115,7 +115,7 @@ class OpenAIAgents(Peer):
                     "new input on a paused run: RunState.add_input()",
                     "answers for calls it did not pause on: a ToolApprovalItem built for "
                     "the call id"],
-                "cannot": {"resume_counts_a_round": "max_turns: \"A turn is defined as one AI invocation\" (agents/run.py:321-322): running approved calls on resume is no turn"}}
+                "cannot": {"resume_counts_a_round": "max_turns: \"A turn is defined as one AI invocation\" (agents/run.py:321-322; the Running agents guide, docs/running_agents.md, \"The agent loop\" and \"Exceptions\": agent-loop turns are LLM calls): running approved calls on resume is no turn"}}
 
     def _input_filter(self, data):
         from agents.run_config import ModelInputData

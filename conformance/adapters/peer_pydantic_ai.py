@@ -139,11 +139,15 @@ class PydanticAI(Peer):
                                "messages of capture_run_messages()"],
                 "cannot": {
                     "duplicate_approvals": "DeferredToolResults.approvals is a dict keyed "
-                                           "by call id: one answer per call",
+                                           "by call id (pydantic_ai/_deferred.py:211-214), "
+                                           "as the Deferred Tools guide (docs/deferred-"
+                                           "tools.md) builds it: one answer per call",
                     "resume_counts_a_round": "UsageLimits.request_limit is \"the maximum "
-                                             "number of model responses\" "
-                                             "(pydantic_ai/usage.py:559-560): running "
-                                             "approved calls on resume is no response"}}
+                                             "number of model responses committed to the "
+                                             "run's history\" (pydantic_ai/usage.py:559-560; "
+                                             "the Agents guide, docs/agents.md, \"Usage "
+                                             "Limits\"): running approved calls on resume is "
+                                             "no response"}}
 
     def _reload(self) -> None:
         from pydantic_ai.messages import ModelMessagesTypeAdapter

@@ -68,7 +68,7 @@ function setup(message) {
       "a failed run: the messages of (await result.response), which resolves with the steps completed before a stream error",
     ],
     cannot: {
-      resume_counts_a_round: "stopWhen: stepCountIs(n) is `steps.length === n` (ai src/generate-text/stop-condition.ts:8-10), and the approved calls of a resume run before the first step, as no step (stream-text.ts:1707-1717)",
+      resume_counts_a_round: "stopWhen: stepCountIs(n) is `steps.length === n` (ai src/generate-text/stop-condition.ts:8-10; the Loop Control guide, ai/docs/03-agents/04-loop-control.mdx, counts steps), and the approved calls of a resume run before the first step, as no step (stream-text.ts:1533-1540, 1717)",
     },
   });
 }
