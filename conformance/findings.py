@@ -220,11 +220,14 @@ TWINS = [  # (failing case, its twin, what the failing case changes)
     ("007-mixed-batch-sibling", "139-sibling-second-in-the-batch", "calls_swapped"),
     ("031-sibling-called-again", "140-sibling-second-called-again", "calls_swapped"),
     ("048-r5-without-a-session", "007-mixed-batch-sibling", "session"),
+    # and back: LangChain lists rejections first, so 136 and 137 break R4 instead
+    ("139-sibling-second-in-the-batch", "007-mixed-batch-sibling", "calls_swapped"),
+    ("140-sibling-second-called-again", "031-sibling-called-again", "calls_swapped"),
 ]
 
 
-def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
-            ) -> tuple[str, str]:
+def variant(case_id: str, rule: str, status: dict, broke: dict | None = None,
+            _seen: frozenset = frozenset()) -> tuple[str, str]:
     """The variant a claim about ``case_id`` breaking ``rule`` shows, given the peer's
     ``status`` per case (and the rule each failing case ``broke``): ``("isolated",
     text)`` for the first base of its rows that the peer passes, or else for a twin
@@ -240,8 +243,9 @@ def variant(case_id: str, rule: str, status: dict, broke: dict | None = None
                                 f"{POINTS[point][0]}")
     why = broke or {}
     for case, twin, point in TWINS:
-        if case == case_id and status.get(twin) == "fail" and why.get(twin) == rule:
-            found, text = variant(twin, rule, status, broke)
+        if (case == case_id and twin not in _seen and status.get(twin) == "fail"
+                and why.get(twin) == rule):
+            found, text = variant(twin, rule, status, broke, _seen | {case_id})
             if found == "isolated":
                 return "isolated", (f"{text}; `{case_id}` differs from its twin `{twin}` "
                                     f"only in {POINTS[point][0]}, which {rule} does not read")

@@ -144,6 +144,10 @@ def test_a_claim_whose_bases_all_fail_is_shown_by_its_twin_failing_for_the_same_
         broke["139-sibling-second-in-the-batch"] = twin_broke
         assert variant("007-mixed-batch-sibling", "R5", status, broke)[0] == "not isolated"
         assert variant("048-r5-without-a-session", "R5", status, broke)[0] == "not isolated"
+    # twins both ways (007 and 139), every base failing: the search ends, not isolated
+    status["136-approved-call-first-one-rejected"] = "fail"
+    broke["139-sibling-second-in-the-batch"] = "R5"
+    assert variant("139-sibling-second-in-the-batch", "R5", status, broke)[0] == "not isolated"
 
 
 def test_every_stream_shape_case_has_a_base_with_the_same_turns():
