@@ -68,8 +68,9 @@ def loosen(expected, exact: frozenset):
     """An expected tool result in its loose form where ``exact`` lacks its aspect:
     a SPEC text becomes ``{"$text": aspect}`` (any string), a tool's own result
     ``{"$result": value}`` (the value, or an object of one member holding it). A SPEC
-    text its rule's case compares exactly may still come wrapped, unless the case is
-    R2's too: the wrapping is R2's aspect, not R7's, R13's or R14's (SPEC §8)."""
+    text its rule's case compares exactly may still come wrapped where ``exact`` lacks
+    the wrapping: that is R2's aspect, not R7's, R13's or R14's (SPEC §8); a case that
+    compares both is judged on both together (``runner.by_rule``)."""
     kind = text_kind(expected)
     if kind in exact:
         wrapping_loose = kind != "result_wrapping" and "result_wrapping" not in exact
@@ -111,11 +112,20 @@ def matches_loosely(marker: dict, actual) -> bool:
     if _same(value, actual):
         return True
     try:
-        wrapped = json.loads(actual) if isinstance(actual, str) else actual
+        wrapped = json.loads(actual, object_pairs_hook=_once) if isinstance(actual, str) \
+            else actual
     except ValueError:
         return False
     return isinstance(wrapped, dict) and len(wrapped) == 1 and _same(
         value, next(iter(wrapped.values())))
+
+
+def _once(pairs: list) -> dict:
+    """An object whose members are named once each: ``{"result": "x", "result": "y"}``
+    is no object of one member (``json.loads`` would keep the last)."""
+    if len({key for key, _ in pairs}) != len(pairs):
+        raise ValueError("a member is named twice")
+    return dict(pairs)
 
 
 def _same(value, actual) -> bool:

@@ -226,14 +226,27 @@ TWINS = [  # (failing case, its twin, what the failing case changes)
 ]
 
 
+_FIELD = re.compile(r"\b(updates|history|executions|error|messages|request|tools|tool_choice)\b")
+
+
+def where(detail: str) -> tuple[str, str]:
+    """Where a failure's first difference is: its turn and what it compares (the updates,
+    the history, the executions, the error, a request), e.g. ``("turn 1", "updates")``."""
+    first = (detail or "").splitlines()[0] if detail else ""
+    turn = re.match(r"(turn \d+)?", first).group(1)
+    field = _FIELD.search(re.sub(r"\(request \d+ of the case\)", "", first))
+    return turn or "", field.group(1) if field else ""
+
+
 def variant(case_id: str, rule: str, status: dict, broke: dict | None = None,
-            _seen: frozenset = frozenset()) -> tuple[str, str]:
+            details: dict | None = None, _seen: frozenset = frozenset()) -> tuple[str, str]:
     """The variant a claim about ``case_id`` breaking ``rule`` shows, given the peer's
-    ``status`` per case (and the rule each failing case ``broke``): ``("isolated",
-    text)`` for the first base of its rows that the peer passes, or else for a twin
-    (``TWINS``) that fails for the same rule and has a base the peer passes; ``("not
-    isolated", text)`` when there is neither; ``("no case", text)`` when no case differs
-    from it in that rule only (SPEC §8)."""
+    ``status`` per case (and for each failing case the rule it ``broke`` and its failure's
+    ``details``): ``("isolated", text)`` for the first base of its rows that the peer
+    passes, or else for a twin (``TWINS``) that fails for the same rule at the same place
+    (``where``: the same deviation, not another one of that rule) and whose own claim is
+    shown; ``("not isolated", text)`` when there is neither; ``("no case", text)`` when no
+    case differs from it in that rule only (SPEC §8)."""
     bases = [(base, point) for case, r, base, point in VARIANTS if (case, r) == (case_id, rule)]
     if not bases:
         return "no case", f"no case differs from `{case_id}` in {rule} only"
@@ -242,10 +255,12 @@ def variant(case_id: str, rule: str, status: dict, broke: dict | None = None,
             return "isolated", (f"`{base}` passes, `{case_id}` fails; they differ only in "
                                 f"{POINTS[point][0]}")
     why = broke or {}
+    failures = details or {}
     for case, twin, point in TWINS:
         if (case == case_id and twin not in _seen and status.get(twin) == "fail"
-                and why.get(twin) == rule):
-            found, text = variant(twin, rule, status, broke, _seen | {case_id})
+                and why.get(twin) == rule and case_id in failures
+                and where(failures.get(twin, "")) == where(failures[case_id])):
+            found, text = variant(twin, rule, status, broke, details, _seen | {case_id})
             if found == "isolated":
                 return "isolated", (f"{text}; `{case_id}` differs from its twin `{twin}` "
                                     f"only in {POINTS[point][0]}, which {rule} does not read")

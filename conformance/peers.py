@@ -72,6 +72,7 @@ def section(name: str, outcomes) -> list[str]:
     # the rule each failure breaks, also shown where a base fails for another rule
     broke = {o.case_id: classify(name, o.case_id, o.rules, o.detail, o.broke)[0]
              for o in outcomes if o.status == "fail"}
+    details = {o.case_id: o.detail for o in outcomes if o.status == "fail"}
     lines = [f"## {name}", "", f"Version: {version}.", "",
              "| suite | passed | failed | skipped |", "|---|---|---|---|"]
     for suite, c in counts(outcomes, lambda o: [o.suite]).items():
@@ -85,7 +86,7 @@ def section(name: str, outcomes) -> list[str]:
         claims, kinds = [], []
         for o in failed:
             rule, evidence = classify(name, o.case_id, o.rules, o.detail, o.broke)
-            kind, shown = variant(o.case_id, rule, status, broke)
+            kind, shown = variant(o.case_id, rule, status, broke, details)
             kinds.append(kind)
             what = o.detail.splitlines()[0].replace("|", "\\|")
             claims += [f"- `{o.case_id}` breaks {rule}: {what}", f"  - variant: {shown}",

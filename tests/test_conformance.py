@@ -4,6 +4,7 @@ protocol, and deliberately broken variants of agentflow fail it (conformance/REA
 import contextlib
 import dataclasses
 import io
+import json
 import pathlib
 import sys
 
@@ -115,6 +116,26 @@ def siblings_executed(monkeypatch):
 
 
 @contextlib.contextmanager
+def siblings_run_at_the_pause(monkeypatch):
+    """At a pause the calls that need no approval run, their results kept nowhere; on
+    resume they are rejected as R4 says (breaks R3 and R5: "no tool of that turn runs")."""
+    original = loop.FunctionInvokingChatClient._gate
+
+    def gate_and_run(self, run):
+        event = yield from original(self, run)
+        if event is loop.LoopEvent.APPROVAL_NEEDED:
+            for call in run.calls:
+                tool = self._tool(call.name)
+                if tool is not None and not tool.requires_approval():
+                    tool.invoke(json.loads(call.arguments or "{}"))
+        return event
+
+    steps = {**loop.FunctionInvokingChatClient._STEPS, loop.LoopState.AT_GATE: gate_and_run}
+    monkeypatch.setattr(loop.FunctionInvokingChatClient, "_STEPS", steps)
+    yield
+
+
+@contextlib.contextmanager
 def tool_calls_finish_leaked(monkeypatch):
     """The provider's Finish(TOOL_CALLS) reaches the caller after each tool turn (R9)."""
     original = ChatClientAgent.run
@@ -181,7 +202,11 @@ def request_id_ignored(monkeypatch):
 
 CAUGHT_BY = [  # each variant, and cases written for what it breaks
     (rejection_without_reason, ["002-reject-with-reason", "038-reason-kept-exactly"]),
-    (siblings_executed, ["007-mixed-batch-sibling", "031-sibling-called-again"]),
+    (siblings_executed, ["007-mixed-batch-sibling", "031-sibling-called-again",
+                         "139-sibling-second-in-the-batch", "140-sibling-second-called-again"]),
+    (siblings_run_at_the_pause, ["007-mixed-batch-sibling", "031-sibling-called-again",
+                                 "139-sibling-second-in-the-batch",
+                                 "140-sibling-second-called-again"]),
     (tool_calls_finish_leaked, ["001-approve", "015-tool-loop"]),
     (results_before_the_assistant_message, ["001-approve", "022-new-input-with-approvals"]),
     (approval_executed_twice, ["001-approve", "006-two-approvals-one-each"]),

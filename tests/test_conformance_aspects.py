@@ -140,6 +140,23 @@ def test_a_wrapped_error_text_is_r2s_to_judge_not_r13s_or_r14s(every_answer_wrap
         "015-tool-loop": ("fail", "R2")}
 
 
+def test_a_case_that_compares_the_wrapping_too_refuses_a_wrapped_text(every_answer_wrapped):
+    """The agentflow suite compares every aspect exactly (README), so its R14 case 032
+    fails on the wrapped answer, under R2; and a crafted R2 and R13 case does the same."""
+    [outcome] = run(InProcess, "032-r13-bad-calls-count-as-failures").values()
+    assert (outcome.status, outcome.broke) == ("fail", "R2")
+    both = {**BY_ID["016-tool-error"], "id": "016-with-r2", "rules": ["R13", "R2"]}
+    [outcome] = run_all(InProcess, [both])
+    assert (outcome.status, outcome.broke) == ("fail", "R2")
+
+
+def test_an_object_that_names_its_member_twice_is_not_one_member():
+    history = [{"role": "tool", "tool_call_id": "c",
+                "content": '{"result": "13 GB", "result": "12 GB"}'}]
+    expect = {"history": [{"role": "tool", "tool_call_id": "c", "content": "12 GB"}]}
+    assert check_turn(expect, {"history": history}, [], aspects=frozenset())[0]
+
+
 def test_a_wrapped_error_text_that_differs_still_breaks_r13(monkeypatch):
     import agentflow.function_invoking as invoking
     run_tool = invoking.run_tool
@@ -209,6 +226,45 @@ class StartsAtTheEnd(InProcess):
                       and u["call_id"] == start["call_id"])
             rest.insert(at, {**start, "name": self.name or start["name"]})
         return end, rest
+
+
+class ExecutedFirst(InProcess):
+    """Keeps a turn's results with the executed calls' first and the rejections after
+    (the Vercel AI SDK's order): an R4 deviation, whatever case shows it."""
+
+    def run(self, message):
+        end, updates = super().run(message)
+        history, out = end.get("history", []), []
+        for m in history:
+            out.append(m)
+            n = len(out) - 1
+            while (n and m.get("role") == "tool" and out[n - 1].get("role") == "tool"
+                   and str(out[n - 1].get("content")).startswith("Rejected: ")
+                   and not str(m.get("content")).startswith("Rejected: ")):
+                out[n - 1], out[n] = out[n], out[n - 1]
+                n -= 1
+        return {**end, "history": out}, updates
+
+
+def test_results_out_of_call_order_break_r4_in_a_case_about_another_rule():
+    """007 (R5's) rejects its first call and runs its second: kept executed-first, its
+    history differs only in R4's order, and the failure is tallied under R4, not R5.
+    139, the same calls in the other order, is already in call order and passes."""
+    outcomes = run(ExecutedFirst, "007-mixed-batch-sibling", "139-sibling-second-in-the-batch")
+    assert verdicts(outcomes) == {"007-mixed-batch-sibling": ("fail", "R4"),
+                                  "139-sibling-second-in-the-batch": ("pass", "")}
+
+
+def test_only_a_reordering_of_results_is_r4s():
+    from conformance.runner import _out_of_call_order, in_call_order
+    call = {"role": "assistant", "content": None,
+            "tool_calls": [{"id": "a"}, {"id": "b"}]}
+    a, b = ({"role": "tool", "tool_call_id": i, "content": i} for i in "ab")
+    assert in_call_order([call, b, a]) == [call, a, b]
+    assert _out_of_call_order([call, a, b], [call, b, a])
+    assert not _out_of_call_order([call, a, b], [call, a, b])  # no difference at all
+    assert not _out_of_call_order([call, a, b], [call, b, {**a, "content": "x"}])
+    assert not _out_of_call_order([call, a, b], [call, b])  # a missing result is not order
 
 
 def test_tool_call_start_can_be_declared_derived():

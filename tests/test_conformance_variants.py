@@ -129,25 +129,42 @@ def test_a_claim_whose_bases_all_fail_is_shown_by_its_twin_failing_for_the_same_
               "136-approved-call-first-one-rejected": "pass"}
     broke = {"007-mixed-batch-sibling": "R5", "129-both-need-approval-one-rejected": "R4",
              "139-sibling-second-in-the-batch": "R5"}
-    assert variant("007-mixed-batch-sibling", "R5", status, broke) == (
+    sibling_ran = 'turn 1: updates[6].type: expected "finish", got "tool_result"'
+    details = {"007-mixed-batch-sibling": sibling_ran,
+               "139-sibling-second-in-the-batch": sibling_ran,
+               "048-r5-without-a-session": sibling_ran}
+    assert variant("007-mixed-batch-sibling", "R5", status, broke, details) == (
         "isolated", "`136-approved-call-first-one-rejected` passes, "
         "`139-sibling-second-in-the-batch` fails; they differ only in the sibling needing no "
         "approval (and no answer) where the base's needs one and is rejected; "
         "`007-mixed-batch-sibling` differs from its twin `139-sibling-second-in-the-batch` "
         "only in the order of the model's two calls, which R5 does not read")
     status["048-r5-without-a-session"], broke["048-r5-without-a-session"] = "fail", "R5"
-    assert variant("048-r5-without-a-session", "R5", status, broke)[1].endswith(
+    assert variant("048-r5-without-a-session", "R5", status, broke, details)[1].endswith(
         "; `048-r5-without-a-session` differs from its twin `007-mixed-batch-sibling` only "
         "in being run without a session, which R5 does not read")
+    # another deviation of R5 in the twin (the sibling run on resume, not at the pause)
+    details["139-sibling-second-in-the-batch"] = "turn 2: executions: 2 items, expected 1"
+    assert variant("007-mixed-batch-sibling", "R5", status, broke, details)[0] == "not isolated"
+    details["139-sibling-second-in-the-batch"] = sibling_ran
     for twin_status, twin_broke in (("pass", None), ("fail", "R4")):
         status["139-sibling-second-in-the-batch"] = twin_status
         broke["139-sibling-second-in-the-batch"] = twin_broke
-        assert variant("007-mixed-batch-sibling", "R5", status, broke)[0] == "not isolated"
-        assert variant("048-r5-without-a-session", "R5", status, broke)[0] == "not isolated"
+        for case in ("007-mixed-batch-sibling", "048-r5-without-a-session"):
+            assert variant(case, "R5", status, broke, details)[0] == "not isolated"
     # twins both ways (007 and 139), every base failing: the search ends, not isolated
     status["136-approved-call-first-one-rejected"] = "fail"
     broke["139-sibling-second-in-the-batch"] = "R5"
-    assert variant("139-sibling-second-in-the-batch", "R5", status, broke)[0] == "not isolated"
+    assert variant("139-sibling-second-in-the-batch", "R5", status, broke,
+                   details)[0] == "not isolated"
+
+
+def test_where_a_failure_is_names_its_turn_and_what_it_compares():
+    from conformance.findings import where
+    assert where('turn 1: updates[6].type: expected "finish"') == ("turn 1", "updates")
+    assert where("turn 2: executions[0].tool: expected") == ("turn 2", "executions")
+    assert where("turn 1, model call 2 (request 2 of the case): messages[2].content: x") == (
+        "turn 1", "messages")
 
 
 def test_every_stream_shape_case_has_a_base_with_the_same_turns():
