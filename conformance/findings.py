@@ -232,7 +232,7 @@ _FIELD = re.compile(r"\b(updates|history|executions|error|messages|request|tools
 def where(detail: str) -> tuple[str, str]:
     """Where a failure's first difference is: its turn and what it compares (the updates,
     the history, the executions, the error, a request), e.g. ``("turn 1", "updates")``."""
-    first = (detail or "").splitlines()[0] if detail else ""
+    first = detail.splitlines()[0] if detail else ""
     turn = re.match(r"(turn \d+)?", first).group(1)
     field = _FIELD.search(re.sub(r"\(request \d+ of the case\)", "", first))
     return turn or "", field.group(1) if field else ""
