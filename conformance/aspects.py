@@ -109,14 +109,14 @@ def matches_loosely(marker: dict, actual) -> bool:
     if "$text" in marker:
         return isinstance(actual, str)
     value = marker["$result"]
-    if _same(value, actual):
+    if matches(value, actual):
         return True
     try:
         wrapped = json.loads(actual, object_pairs_hook=_once) if isinstance(actual, str) \
             else actual
     except ValueError:
         return False
-    return isinstance(wrapped, dict) and len(wrapped) == 1 and _same(
+    return isinstance(wrapped, dict) and len(wrapped) == 1 and matches(
         value, next(iter(wrapped.values())))
 
 
@@ -128,9 +128,9 @@ def _once(pairs: list) -> dict:
     return dict(pairs)
 
 
-def _same(value, actual) -> bool:
+def matches(value, actual) -> bool:
     """``actual`` is ``value``, or starts with it where the case gives a ``$prefix``
-    (R14's answer to unparsable arguments)."""
+    (R14's answer to unparsable arguments; ``_first_difference`` reads it the same way)."""
     if isinstance(value, dict) and set(value) == {"$prefix"}:
         return isinstance(actual, str) and actual.startswith(value["$prefix"])
     return actual == value

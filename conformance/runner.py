@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from agentflow.testing.replay import ReplayServer
 
 from .aspects import (ASPECTS, Difference, compared, firm, loosen_message, loosen_update,
-                      matches_loosely)
+                      matches, matches_loosely)
 from .loader import (CASES, PROFILE_CASES, case_needs, case_replies, load_cases, run_message,
                      setup_message)
 from .report import report
@@ -188,19 +188,20 @@ def normalise_updates(updates: list[dict]) -> list[dict]:
 
 def _first_difference(expected, actual, where: str) -> str | None:
     if isinstance(expected, dict) and set(expected) == {"$prefix"}:
-        if isinstance(actual, str) and actual.startswith(expected["$prefix"]):
+        if matches(expected, actual):
             return None
         return (f"{where}: expected text starting with {json.dumps(expected['$prefix'])}, "
                 f"got {json.dumps(actual)[:160]}")
     if isinstance(expected, dict) and set(expected) in ({"$text"}, {"$result"}):
         if matches_loosely(expected, actual):
             return None
-        value = expected.get("$result")
-        wanted = (f"a text ({expected['$text']} is compared only by its rule's cases)"
-                  if "$text" in expected else
-                  f"text starting with {json.dumps(value['$prefix'])[:160]} (or an object of "
-                  "one member holding it)" if isinstance(value, dict) else
-                  f"{json.dumps(value)[:160]} (or an object of one member holding it)")
+        if "$text" in expected:
+            wanted = f"a text ({expected['$text']} is compared only by its rule's cases)"
+        else:
+            value = expected["$result"]
+            shown = (f"text starting with {json.dumps(value['$prefix'])[:160]}"
+                     if isinstance(value, dict) else json.dumps(value)[:160])
+            wanted = f"{shown} (or an object of one member holding it)"
         return f"{where}: expected {wanted}, got {json.dumps(actual)[:160]}"
     if isinstance(expected, dict) and isinstance(actual, dict):
         for key in expected:
@@ -286,19 +287,15 @@ def check_request(expected: dict, request, model: str = "conformance-model",
 def in_call_order(messages: list[dict]) -> list[dict]:
     """``messages`` with each run of ``tool`` messages after an assistant message put in
     the order of that message's calls (a result for no call of it goes last)."""
-    out, order = [], []
-    for message in messages:
-        if message.get("role") == "assistant":
-            order = [c.get("id") for c in message.get("tool_calls") or []]
-        if message.get("role") == "tool" and out and out[-1].get("role") == "tool":
-            run = len(out)
-            while run and out[run - 1].get("role") == "tool":
-                run -= 1
-            rank = {i: n for n, i in enumerate(order)}
-            out[run:] = sorted(out[run:] + [message],
-                               key=lambda m: rank.get(m.get("tool_call_id"), len(order)))
-        else:
-            out.append(message)
+    out, rank = [], {}
+    for is_tool, run in itertools.groupby(messages, key=lambda m: m.get("role") == "tool"):
+        run = list(run)
+        if is_tool:
+            run.sort(key=lambda m: rank.get(m.get("tool_call_id"), len(rank)))
+        for message in run:
+            if message.get("role") == "assistant":
+                rank = {c.get("id"): n for n, c in enumerate(message.get("tool_calls") or [])}
+        out += run
     return out
 
 
